@@ -1,0 +1,1 @@
+"""sheetsync: stream form submissions into Google Sheets."""

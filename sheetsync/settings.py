@@ -1,0 +1,170 @@
+"""Settings: one frozen, typed object read from ``SHEETSYNC_*`` environment variables.
+
+pydantic-settings does the parsing: it is well kept, types every field, and its errors
+name the field, which we turn into one line that names the variable. Secrets are
+``SecretStr`` or kept out of the repr.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import functools
+from typing import Annotated, Any
+
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from sheetsync.errors import ConfigError
+
+ENV_PREFIX = "SHEETSYNC_"
+
+#: Where Google's OAuth server lives; the emulator replaces it in development.
+DEFAULT_GOOGLE_TOKEN_URI = "https://oauth2.googleapis.com/token"
+#: Where Google's Sheets API lives; the emulator replaces it in development.
+DEFAULT_GOOGLE_API_ENDPOINT = "https://sheets.googleapis.com"
+#: Google recommends keeping one request under about 2 MB.
+DEFAULT_REQUEST_BYTES_MAX = 2_000_000
+#: Google refuses a cell longer than this.
+DEFAULT_CELL_CHARS_MAX = 50_000
+
+
+class Settings(BaseSettings):
+    """Everything sheetsync reads from the environment. Immutable once built."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, frozen=True, extra="ignore")
+
+    #: The Redis that holds the buffers.
+    redis_url: str = Field("redis://localhost:6379/0", repr=False)
+    #: The Celery broker; the buffer Redis when unset.
+    broker_url: str | None = Field(None, repr=False)
+    #: The database with forms, answers, links and dead letters.
+    database_url: str = Field("sqlite:///sheetsync.db", repr=False)
+    #: Comma-separated urlsafe-base64 32-byte keys. The first encrypts; all decrypt.
+    pii_keys: Annotated[tuple[SecretStr, ...], NoDecode] = ()
+
+    google_api_endpoint: str = DEFAULT_GOOGLE_API_ENDPOINT
+    google_token_uri: str = DEFAULT_GOOGLE_TOKEN_URI
+    google_client_id: str | None = None
+    google_client_secret: SecretStr | None = None
+    #: Seconds before a Sheets HTTP request is abandoned (and counted as transient).
+    google_timeout_s: float = Field(30.0, gt=0)
+
+    #: Debounce: a buffer is flushed this long after its first id.
+    flush_delay_s: float = Field(10.0, ge=0)
+    #: A buffer this long is flushed at once.
+    flush_threshold: int = Field(500, ge=1)
+    #: Ids read per batch (one LRANGE, one SELECT, at most one append).
+    batch_size: int = Field(5000, ge=1)
+    request_bytes_max: int = Field(DEFAULT_REQUEST_BYTES_MAX, ge=10_000)
+    cell_chars_max: int = Field(DEFAULT_CELL_CHARS_MAX, ge=100)
+
+    rate_limit_per_account: int = Field(60, ge=1)
+    rate_limit_per_project: int = Field(300, ge=1)
+    rate_window_s: float = Field(60.0, gt=0)
+
+    #: How long a running flush holds its buffer before the sweeper may take it over.
+    lease_s: float = Field(60.0, gt=0)
+    sweep_interval_s: float = Field(30.0, gt=0)
+    #: A scheduled job this far past due is re-dispatched by the sweeper.
+    sweep_grace_s: float = Field(60.0, ge=0)
+    reconcile_interval_s: float = Field(300.0, gt=0)
+    #: ENQUEUED transactions older than this, with no buffer or job, are pushed again.
+    reconcile_after_s: float = Field(600.0, ge=0)
+    #: A buffer's sheet cache (title, header, last row) lives this long unused.
+    sheet_cache_ttl_s: int = Field(86_400, ge=60)
+
+    retry_max: int = Field(5, ge=0)
+    #: Backoff windows are [base*2^(n-1), base*2^n) seconds: 0-1, 1-2, 2-4, 4-8, 8-16.
+    retry_base_s: float = Field(1.0, ge=0)
+    dlq_delay_s: float = Field(604_800.0, ge=0)
+    dlq_transient_delay_s: float = Field(3_600.0, ge=0)
+    dlq_dispatch_interval_s: float = Field(60.0, gt=0)
+    #: The Redis broker's visibility timeout; no countdown may exceed it.
+    visibility_timeout_s: float = Field(3_600.0, gt=0)
+
+    timezone: str = "Asia/Seoul"
+    header_answer_id: str = "Answer ID"
+    header_submitter: str = "Submitter"
+    header_submitted_at: str = "Submitted at"
+
+    alert_webhook_url: SecretStr | None = None
+    alert_timeout_s: float = Field(3.0, gt=0)
+
+    workers_priority: int = Field(5, ge=1)
+    workers_default: int = Field(3, ge=1)
+    workers_scheduled: int = Field(2, ge=1)
+
+    @field_validator("pii_keys", mode="before")
+    @classmethod
+    def _split_keys(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return tuple(part.strip() for part in value.split(",") if part.strip())
+        return value
+
+    @field_validator("pii_keys")
+    @classmethod
+    def _check_keys(cls, keys: tuple[SecretStr, ...]) -> tuple[SecretStr, ...]:
+        for position, key in enumerate(keys, start=1):
+            try:
+                raw = base64.urlsafe_b64decode(key.get_secret_value().encode("ascii"))
+            except (binascii.Error, ValueError, UnicodeEncodeError):
+                raise ValueError(f"key #{position} is not urlsafe base64") from None
+            if len(raw) != 32:
+                raise ValueError(f"key #{position} must decode to 32 bytes, not {len(raw)}")
+        return keys
+
+    @field_validator("timezone")
+    @classmethod
+    def _check_timezone(cls, name: str) -> str:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone {name!r}") from None
+        return name
+
+    @model_validator(mode="after")
+    def _check_urls(self) -> Settings:
+        for name in ("redis_url", "broker_url"):
+            url = getattr(self, name)
+            if url is not None and not url.startswith(("redis://", "rediss://", "unix://")):
+                raise ValueError(f"{ENV_PREFIX}{name.upper()}: must be a redis:// URL")
+        return self
+
+    @property
+    def celery_broker_url(self) -> str:
+        return self.broker_url or self.redis_url
+
+    @property
+    def pii_key_bytes(self) -> tuple[bytes, ...]:
+        return tuple(base64.urlsafe_b64decode(k.get_secret_value()) for k in self.pii_keys)
+
+    @classmethod
+    def load(cls, **overrides: Any) -> Settings:
+        """Read the environment; a bad value raises one-line :class:`ConfigError`."""
+        try:
+            return cls(**overrides)
+        except ValidationError as exc:
+            raise ConfigError(_one_line(exc)) from None
+
+
+def _one_line(exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    message = str(error["msg"]).removeprefix("Value error, ")
+    if error["loc"]:
+        variable = f"{ENV_PREFIX}{str(error['loc'][0]).upper()}"
+        return f"{variable}: {message}"
+    return message
+
+
+@functools.cache
+def get_settings() -> Settings:
+    """The process-wide settings, read once."""
+    return Settings.load()
+
+
+def reset_settings() -> None:
+    """Forget the cached settings (tests and the CLI change the environment)."""
+    get_settings.cache_clear()
