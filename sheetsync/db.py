@@ -1,0 +1,173 @@
+"""Engines, sessions and migrations.
+
+SQLite is the embedded default and PostgreSQL the production database. On SQLite,
+worker processes and the web app share one file, so every connection runs in WAL mode
+with a 30 s busy timeout and foreign keys on, and every transaction starts with
+``BEGIN IMMEDIATE``: writers queue for the write lock at BEGIN instead of failing (or
+losing an update) when a read transaction later tries to write.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import NullPool
+
+from sheetsync.settings import get_settings
+
+#: Where Alembic finds the migrations (a package resource: no alembic.ini needed).
+MIGRATIONS_LOCATION = "sheetsync:migrations"
+#: SQLite waits this long for another process's write lock before giving up.
+DEFAULT_SQLITE_BUSY_TIMEOUT_S = 30.0
+
+_POSTGRES_DRIVER = "postgresql+psycopg"
+
+
+class _ProcessDefault:
+    """The process-wide engine and sessionmaker, made on first use."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.engine: Engine | None = None
+        self.sessionmaker: sessionmaker[Session] | None = None
+
+
+_default = _ProcessDefault()
+
+
+def normalize_url(url: str) -> str:
+    """Pin PostgreSQL URLs to psycopg 3 (``postgres://`` and ``postgresql://`` alike)."""
+    for prefix in ("postgres://", "postgresql://"):
+        if url.startswith(prefix):
+            return f"{_POSTGRES_DRIVER}://{url.removeprefix(prefix)}"
+    return url
+
+
+def is_postgres(engine: Engine | Connection) -> bool:
+    return engine.dialect.name == "postgresql"
+
+
+def is_sqlite(engine: Engine | Connection) -> bool:
+    return engine.dialect.name == "sqlite"
+
+
+def make_engine(url: str | None = None, **engine_options: Any) -> Engine:
+    """A new engine for ``url`` (default: ``SHEETSYNC_DATABASE_URL``).
+
+    ``engine_options`` go to :func:`sqlalchemy.create_engine` unchanged.
+    """
+    url = normalize_url(url if url is not None else get_settings().database_url)
+    backend = make_url(url).get_backend_name()
+    if backend == "sqlite":
+        connect_args = engine_options.pop("connect_args", {})
+        connect_args.setdefault("timeout", DEFAULT_SQLITE_BUSY_TIMEOUT_S)
+        engine = create_engine(url, connect_args=connect_args, **engine_options)
+        _configure_sqlite(engine)
+        return engine
+    engine_options.setdefault("pool_pre_ping", True)
+    return create_engine(url, **engine_options)
+
+
+def _configure_sqlite(engine: Engine) -> None:
+    busy_timeout_ms = int(DEFAULT_SQLITE_BUSY_TIMEOUT_S * 1000)
+
+    # SQLAlchemy's documented pysqlite recipe: take BEGIN away from the driver (which
+    # would issue a deferred BEGIN only before DML) and issue our own at every begin.
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
+            cursor.execute("PRAGMA foreign_keys=ON")
+            # WAL makes NORMAL durable across application crashes; only an OS crash
+            # can lose the last commits, never corrupt the file.
+            cursor.execute("PRAGMA synchronous=NORMAL")
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Connection) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def session_factory(engine: Engine) -> sessionmaker[Session]:
+    """Sessions on ``engine``. Objects stay readable after commit (no expiry)."""
+    return sessionmaker(bind=engine, expire_on_commit=False)
+
+
+def get_engine() -> Engine:
+    """The process-wide engine for ``SHEETSYNC_DATABASE_URL``, made on first use."""
+    return _get_default()[0]
+
+
+def get_sessionmaker() -> sessionmaker[Session]:
+    """The process-wide sessionmaker, bound to :func:`get_engine`."""
+    return _get_default()[1]
+
+
+def _get_default() -> tuple[Engine, sessionmaker[Session]]:
+    with _default.lock:
+        if _default.engine is None or _default.sessionmaker is None:
+            _default.engine = make_engine()
+            _default.sessionmaker = session_factory(_default.engine)
+        return _default.engine, _default.sessionmaker
+
+
+def dispose_engine(*, close: bool = True) -> None:
+    """Forget the process-wide engine; the next :func:`get_engine` makes a new one.
+
+    In a forked child (a Celery worker process) call it with ``close=False``: the
+    pooled connections belong to the parent and must not be closed from here.
+    """
+    with _default.lock:
+        engine, _default.engine, _default.sessionmaker = _default.engine, None, None
+    if engine is not None:
+        engine.dispose(close=close)
+
+
+@contextmanager
+def session_scope(factory: sessionmaker[Session] | None = None) -> Iterator[Session]:
+    """A session that commits when the block ends and rolls back if it raises."""
+    session = (factory or get_sessionmaker())()
+    try:
+        yield session
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()
+
+
+def alembic_config() -> Config:
+    """Alembic's configuration, built in code: there is no alembic.ini."""
+    config = Config()
+    config.set_main_option("script_location", MIGRATIONS_LOCATION)
+    return config
+
+
+def upgrade(url: str | None = None, revision: str = "head") -> None:
+    """Migrate the database at ``url`` (default: the settings') to ``revision``.
+
+    Idempotent: at head already, nothing changes. Concurrent callers are safe: the
+    migration runs in one transaction holding a lock (``BEGIN IMMEDIATE`` on SQLite,
+    an advisory lock on PostgreSQL, see ``migrations/env.py``).
+    """
+    engine = make_engine(url, poolclass=NullPool)
+    try:
+        with engine.begin() as connection:
+            config = alembic_config()
+            config.attributes["connection"] = connection
+            command.upgrade(config, revision)
+    finally:
+        engine.dispose()

@@ -1,0 +1,1 @@
+"""Alembic migrations for the sheetsync schema (run with :func:`sheetsync.db.upgrade`)."""

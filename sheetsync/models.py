@@ -1,0 +1,329 @@
+"""The domain as SQLAlchemy 2.x models: forms, answers, sheet links, credentials, outbox.
+
+Table and column names are part of the interface (the web app and the tests use them).
+Table names are the snake_case class names, except ``users``: ``user`` is a reserved
+word in PostgreSQL, and raw SQL against it silently reads ``current_user``.
+
+Portability choices, so one schema runs on SQLite and PostgreSQL:
+
+- Enums are stored as their names in ``VARCHAR(32)`` (``native_enum=False``): no
+  ``CREATE TYPE`` to migrate when a value is added, and rows stay readable in psql.
+- Timestamps are :class:`UtcDateTime`: aware in, aware (UTC) out, on both databases.
+- JSON is ``JSONB`` on PostgreSQL and ``JSON`` (text) elsewhere.
+
+``SheetTransaction`` and ``DeadLetter`` carry no foreign keys on purpose: they are an
+operational log that must be able to record an answer that was deleted meanwhile.
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    DateTime,
+    Dialect,
+    Enum,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+#: Longest id the pipeline accepts (``[A-Za-z0-9_-]{1,128}``, SPEC 3.2).
+ID_LENGTH = 128
+#: Room for every enum's names, with space to add values without a migration.
+ENUM_LENGTH = 32
+
+#: Deterministic constraint names, identical on every backend, so migrations can name them.
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+def utcnow() -> datetime:
+    """Now, aware, in UTC."""
+    return datetime.now(UTC)
+
+
+class UtcDateTime(TypeDecorator[datetime]):
+    """An aware datetime stored as UTC; read back aware in UTC on every backend.
+
+    SQLite has no time zones: values are stored as naive UTC text. A naive datetime
+    is refused rather than guessed at.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValueError("naive datetime: sheetsync stores aware datetimes only")
+        value = value.astimezone(UTC)
+        if dialect.name == "sqlite":
+            return value.replace(tzinfo=None)
+        return value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+#: JSONB on PostgreSQL (indexable, compact), plain JSON text elsewhere.
+JsonType = JSON().with_variant(JSONB(), "postgresql")
+#: 64-bit surrogate keys, but ``INTEGER`` on SQLite, where only that aliases the rowid.
+BigIntId = BigInteger().with_variant(Integer(), "sqlite")
+
+
+def _enum(enum_class: type[enum.Enum]) -> Enum:
+    return Enum(
+        enum_class,
+        native_enum=False,
+        create_constraint=False,
+        length=ENUM_LENGTH,
+        validate_strings=True,
+    )
+
+
+class Plan(enum.StrEnum):
+    FREE = "FREE"
+    PRO = "PRO"
+    PRO_PLUS = "PRO_PLUS"
+    ENTERPRISE = "ENTERPRISE"
+
+
+class QuestionType(enum.StrEnum):
+    SHORT_TEXT = "SHORT_TEXT"
+    LONG_TEXT = "LONG_TEXT"
+    SINGLE_CHOICE = "SINGLE_CHOICE"
+    MULTI_CHOICE = "MULTI_CHOICE"
+    DATE = "DATE"
+    NUMBER = "NUMBER"
+    FILE = "FILE"
+    #: Stored encrypted (:mod:`sheetsync.crypto`); decrypted only when building a row.
+    PERSONAL_INFO = "PERSONAL_INFO"
+    #: Display-only: never a column, and its answers are ignored.
+    JUMBOTRON = "JUMBOTRON"
+
+
+class CredentialStatus(enum.StrEnum):
+    VALID = "VALID"
+    INVALID = "INVALID"
+    EXPIRED = "EXPIRED"
+
+
+class TransactionType(enum.StrEnum):
+    INIT = "INIT"
+    VALIDATION_FAILED = "VALIDATION_FAILED"
+    ENQUEUED = "ENQUEUED"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    DEAD_LETTERED = "DEAD_LETTERED"
+
+
+class DeadLetterReason(enum.StrEnum):
+    CREDENTIAL = "CREDENTIAL"
+    TRANSIENT_EXHAUSTED = "TRANSIENT_EXHAUSTED"
+    PERMANENT = "PERMANENT"
+
+
+class DeadLetterStatus(enum.StrEnum):
+    PENDING = "PENDING"
+    REPLAYING = "REPLAYING"
+    DONE = "DONE"
+    FAILED = "FAILED"
+    PURGED = "PURGED"
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map = {datetime: UtcDateTime()}
+
+
+class User(Base):
+    __tablename__ = "users"
+
+    id: Mapped[str] = mapped_column(String(ID_LENGTH), primary_key=True)
+    email: Mapped[str] = mapped_column(String(320))
+    plan: Mapped[Plan] = mapped_column(_enum(Plan), default=Plan.FREE)
+
+    credential: Mapped[GoogleCredential | None] = relationship(
+        back_populates="user", passive_deletes=True
+    )
+
+
+class Submission(Base):
+    """A form."""
+
+    __tablename__ = "submission"
+
+    id: Mapped[str] = mapped_column(String(ID_LENGTH), primary_key=True)
+    title: Mapped[str] = mapped_column(Text)
+    owner_id: Mapped[str] = mapped_column(ForeignKey("users.id"), index=True)
+
+    owner: Mapped[User] = relationship()
+    steps: Mapped[list[Step]] = relationship(
+        back_populates="submission",
+        order_by="[Step.position, Step.id]",
+        cascade="all, delete-orphan",
+        passive_deletes=True,
+    )
+    spread_sheets: Mapped[list[SpreadSheet]] = relationship(
+        back_populates="submission", cascade="all, delete-orphan", passive_deletes=True
+    )
+
+
+class Step(Base):
+    __tablename__ = "step"
+    __table_args__ = (Index(None, "submission_id", "position"),)
+
+    id: Mapped[str] = mapped_column(String(ID_LENGTH), primary_key=True)
+    submission_id: Mapped[str] = mapped_column(ForeignKey("submission.id", ondelete="CASCADE"))
+    position: Mapped[int] = mapped_column(Integer)
+    title: Mapped[str] = mapped_column(Text, default="")
+
+    submission: Mapped[Submission] = relationship(back_populates="steps")
+    questions: Mapped[list[Question]] = relationship(
+        back_populates="step",
+        order_by="[Question.position, Question.id]",
+        cascade="all, delete-orphan",
+        passive_deletes=True,
+    )
+
+
+class Question(Base):
+    __tablename__ = "question"
+    __table_args__ = (Index(None, "step_id", "position"),)
+
+    id: Mapped[str] = mapped_column(String(ID_LENGTH), primary_key=True)
+    step_id: Mapped[str] = mapped_column(ForeignKey("step.id", ondelete="CASCADE"))
+    position: Mapped[int] = mapped_column(Integer)
+    title: Mapped[str] = mapped_column(Text)
+    type: Mapped[QuestionType] = mapped_column(_enum(QuestionType))
+
+    step: Mapped[Step] = relationship(back_populates="questions")
+
+
+class SubmissionAnswer(Base):
+    """One response to a form.
+
+    ``answer`` is a list of ``{"questionId": str, "value": str | list[str] | None}``;
+    a PERSONAL_INFO value is a :mod:`sheetsync.crypto` token.
+    """
+
+    __tablename__ = "submission_answer"
+
+    id: Mapped[str] = mapped_column(String(ID_LENGTH), primary_key=True)
+    submission_id: Mapped[str] = mapped_column(
+        ForeignKey("submission.id", ondelete="CASCADE"), index=True
+    )
+    user_name: Mapped[str | None] = mapped_column(Text)
+    submitted_at: Mapped[datetime] = mapped_column(default=utcnow)
+    answer: Mapped[list[dict[str, Any]]] = mapped_column(JsonType, default=list)
+
+
+class SpreadSheet(Base):
+    """A link from a form to one sheet (tab) of a Google spreadsheet."""
+
+    __tablename__ = "spread_sheet"
+
+    id: Mapped[int] = mapped_column(BigIntId, primary_key=True, autoincrement=True)
+    submission_id: Mapped[str] = mapped_column(
+        ForeignKey("submission.id", ondelete="CASCADE"), index=True
+    )
+    #: Google's spreadsheet id (the long token in the sheet's URL).
+    spread_sheet_id: Mapped[str] = mapped_column(String(ID_LENGTH))
+    #: The tab's gid.
+    sheet_id: Mapped[int] = mapped_column(BigInteger)
+    create_user_id: Mapped[str] = mapped_column(ForeignKey("users.id"), index=True)
+
+    submission: Mapped[Submission] = relationship(back_populates="spread_sheets")
+    create_user: Mapped[User] = relationship()
+
+
+class GoogleCredential(Base):
+    __tablename__ = "google_credential"
+
+    user_id: Mapped[str] = mapped_column(
+        ForeignKey("users.id", ondelete="CASCADE"), primary_key=True
+    )
+    google_account_id: Mapped[str] = mapped_column(String(255))
+    #: A :mod:`sheetsync.crypto` token, never the plain refresh token.
+    refresh_token: Mapped[str] = mapped_column(Text)
+    #: Space-separated OAuth scopes, as Google returns them.
+    scopes: Mapped[str] = mapped_column(Text, default="")
+    status: Mapped[CredentialStatus] = mapped_column(
+        _enum(CredentialStatus), default=CredentialStatus.VALID
+    )
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+    user: Mapped[User] = relationship(back_populates="credential")
+
+
+class SheetTransaction(Base):
+    """Where one answer stands for one sheet: the outbox row and the exactly-once ledger."""
+
+    __tablename__ = "sheet_transaction"
+    __table_args__ = (
+        # Named by hand: the convention's name is longer than PostgreSQL's 63 characters.
+        UniqueConstraint(
+            "submission_answer_id",
+            "spread_sheet_id",
+            "sheet_id",
+            name="uq_sheet_transaction_answer_sheet",
+        ),
+        Index(None, "type", "updated_at"),
+    )
+
+    id: Mapped[int] = mapped_column(BigIntId, primary_key=True, autoincrement=True)
+    submission_answer_id: Mapped[str] = mapped_column(String(ID_LENGTH))
+    #: Google's spreadsheet id (not :attr:`SpreadSheet.id`).
+    spread_sheet_id: Mapped[str] = mapped_column(String(ID_LENGTH))
+    sheet_id: Mapped[int] = mapped_column(BigInteger)
+    type: Mapped[TransactionType] = mapped_column(_enum(TransactionType))
+    error_message: Mapped[str | None] = mapped_column(Text)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class DeadLetter(Base):
+    """Answer ids parked for a buffer that could not be flushed. Ids only, never rows."""
+
+    __tablename__ = "dead_letter"
+    __table_args__ = (
+        Index(None, "status", "next_attempt_at"),
+        Index(None, "user_id", "status"),
+    )
+
+    id: Mapped[int] = mapped_column(BigIntId, primary_key=True, autoincrement=True)
+    user_id: Mapped[str] = mapped_column(String(ID_LENGTH))
+    submission_id: Mapped[str] = mapped_column(String(ID_LENGTH))
+    spread_sheet_id: Mapped[str] = mapped_column(String(ID_LENGTH))
+    sheet_id: Mapped[int] = mapped_column(BigInteger)
+    answer_ids: Mapped[list[str]] = mapped_column(JsonType, default=list)
+    reason: Mapped[DeadLetterReason] = mapped_column(_enum(DeadLetterReason))
+    error_message: Mapped[str | None] = mapped_column(Text)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    status: Mapped[DeadLetterStatus] = mapped_column(
+        _enum(DeadLetterStatus), default=DeadLetterStatus.PENDING
+    )
+    next_attempt_at: Mapped[datetime] = mapped_column(default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
