@@ -1,0 +1,85 @@
+"""How the library hands work to the task queue without importing Celery.
+
+The Celery app in ``tasks`` registers a :class:`Dispatcher` on import. A web app that
+emits answers imports ``tasks`` (or registers its own dispatcher); if nothing is
+registered, the first send imports ``tasks`` to find one.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from typing import Protocol
+
+from sheetsync.buffer import Dispatch
+from sheetsync.errors import ConfigError
+from sheetsync.models import Plan
+
+log = logging.getLogger(__name__)
+
+#: Queues (SPEC 3.9). Paying plans' flushes never wait behind free ones.
+QUEUE_PRIORITY = "sheetsync_priority"
+QUEUE_DEFAULT = "sheetsync_default"
+#: Dead-letter replays, the sweeper and the reconciler.
+QUEUE_SCHEDULED = "sheetsync_scheduled"
+QUEUES = (QUEUE_PRIORITY, QUEUE_DEFAULT, QUEUE_SCHEDULED)
+
+_PRIORITY_PLANS = frozenset({Plan.PRO, Plan.PRO_PLUS, Plan.ENTERPRISE})
+
+
+def queue_for_plan(plan: Plan | str | None) -> str:
+    """The flush queue of an owner's plan; FREE and unknown plans share the default."""
+    try:
+        return QUEUE_PRIORITY if plan is not None and Plan(plan) in _PRIORITY_PLANS else (
+            QUEUE_DEFAULT
+        )
+    except ValueError:
+        return QUEUE_DEFAULT
+
+
+class Dispatcher(Protocol):
+    def send_flush(self, dispatch: Dispatch) -> None:
+        """Send the flush task ``dispatch.token`` to ``dispatch.queue`` after its countdown."""
+
+    def revoke(self, token: str) -> None:
+        """Best effort: tell workers to drop a superseded task."""
+
+    def send_replay(self, dead_letter_id: int, countdown_s: float = 0.0) -> None:
+        """Send the replay task of one dead letter."""
+
+
+_dispatcher: Dispatcher | None = None
+
+
+def set_dispatcher(dispatcher: Dispatcher | None) -> None:
+    global _dispatcher  # noqa: PLW0603 (a process-wide registration)
+    _dispatcher = dispatcher
+
+
+def get_dispatcher() -> Dispatcher:
+    if _dispatcher is None:
+        try:
+            importlib.import_module("tasks")
+        except ImportError as exc:
+            raise ConfigError(
+                "no task dispatcher: import the `tasks` Celery app (or call "
+                f"sheetsync.dispatch.set_dispatcher) before emitting ({exc})"
+            ) from None
+    if _dispatcher is None:
+        raise ConfigError("the `tasks` module did not register a dispatcher")
+    return _dispatcher
+
+
+def send_all(dispatches: list[Dispatch]) -> None:
+    """Send new tasks and revoke the ones they replace (revoke is only an optimisation:
+    a superseded task that still runs finds a newer token and exits)."""
+    if not dispatches:
+        return
+    dispatcher = get_dispatcher()
+    for dispatch in dispatches:
+        dispatcher.send_flush(dispatch)
+        if dispatch.superseded:
+            try:
+                dispatcher.revoke(dispatch.superseded)
+            except Exception as exc:  # noqa: BLE001 (best effort by design)
+                log.info("revoke of %s failed: %s", dispatch.superseded, type(exc).__name__)

@@ -1,0 +1,110 @@
+"""Every Redis key sheetsync uses, and the validation of the ids inside them.
+
+A buffer is one (owner, form, spreadsheet, sheet) target. All of its keys share the hash
+tag in braces, so one Lua script can touch them together (and a Redis Cluster would keep
+them in one slot). The two global keys (the buffer index and the limiter windows) are
+touched by separate scripts.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from sheetsync.errors import ValidationError
+
+PREFIX = "sheetsync"
+#: ZSET of buffer bases scored by the oldest buffered time (ms): status and the sweeper
+#: read it, so nothing ever scans with KEYS.
+BUFFER_INDEX = f"{PREFIX}:buffers"
+#: ZSET windows of the rate limiter, one per Google account and one for the project.
+RATE_ACCOUNT = f"{PREFIX}:rate:account:"
+RATE_PROJECT = f"{PREFIX}:rate:project"
+
+_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
+_BASE = re.compile(
+    r"sheetsync:\{(?P<user>[A-Za-z0-9_-]{1,128}):(?P<submission>[A-Za-z0-9_-]{1,128}):"
+    r"(?P<spreadsheet>[A-Za-z0-9_-]{1,128}):(?P<sheet>[0-9]{1,10})\}"
+)
+
+
+def check_id(value: object, what: str) -> str:
+    """Return ``value`` if it is a safe id (``[A-Za-z0-9_-]{1,128}``), else raise."""
+    if not isinstance(value, str) or not _ID.fullmatch(value):
+        shown = repr(value)[:40] if isinstance(value, str | int) else type(value).__name__
+        raise ValidationError(f"{what} must match [A-Za-z0-9_-]{{1,128}}, got {shown}")
+    return value
+
+
+def check_sheet_id(value: object) -> int:
+    """A sheet gid: a non-negative int (or its decimal string)."""
+    if isinstance(value, bool):
+        raise ValidationError("sheet_id must be an integer, got a bool")
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 10:
+        value = int(value)
+    if not isinstance(value, int) or not 0 <= value < 2**31:
+        shown = repr(value)[:40]
+        raise ValidationError(f"sheet_id must be a non-negative integer, got {shown}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class BufferKey:
+    """One buffer: the answers of one form bound for one sheet of one owner."""
+
+    user_id: str
+    submission_id: str
+    spread_sheet_id: str
+    sheet_id: int
+
+    def __post_init__(self) -> None:
+        check_id(self.user_id, "user_id")
+        check_id(self.submission_id, "submission_id")
+        check_id(self.spread_sheet_id, "spread_sheet_id")
+        check_sheet_id(self.sheet_id)
+
+    @property
+    def base(self) -> str:
+        tag = f"{self.user_id}:{self.submission_id}:{self.spread_sheet_id}:{self.sheet_id}"
+        return f"{PREFIX}:{{{tag}}}"
+
+    @property
+    def buf(self) -> str:
+        """LIST of buffered answer ids, oldest first."""
+        return f"{self.base}:buf"
+
+    @property
+    def job(self) -> str:
+        """HASH token, state, promoted, queue, due_at, lease_until: the one live task."""
+        return f"{self.base}:job"
+
+    @property
+    def sheet(self) -> str:
+        """HASH title, header_ok, last_row, seq: outlives jobs so bursts skip re-reads."""
+        return f"{self.base}:sheet"
+
+    @property
+    def inflight(self) -> str:
+        """HASH token, count, first, last: the write-ahead intent of the batch in flight."""
+        return f"{self.base}:inflight"
+
+    @classmethod
+    def parse(cls, base: str) -> BufferKey:
+        match = _BASE.fullmatch(base)
+        if match is None:
+            raise ValidationError(f"not a buffer key: {base[:200]!r}")
+        return cls(
+            match["user"], match["submission"], match["spreadsheet"], int(match["sheet"])
+        )
+
+
+def rate_account_key(google_account_id: str) -> str:
+    return f"{RATE_ACCOUNT}{google_account_id}"
+
+
+def token_buffer(token: str) -> BufferKey:
+    """The buffer a task token (``<base>#<n>``) belongs to."""
+    base, sep, _ = token.rpartition("#")
+    if not sep:
+        raise ValidationError(f"not a flush token: {token[:200]!r}")
+    return BufferKey.parse(base)

@@ -1,0 +1,105 @@
+"""The SheetTransaction ledger: where each (answer, sheet) stands.
+
+ENQUEUED is the outbox row written at emit; COMPLETED, DEAD_LETTERED and FAILED are the
+settled states a flush moves it to. Writes are bulk upserts (one statement per state),
+so a batch of 5000 costs one round trip, and replaying a write is harmless.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from sheetsync.models import SheetTransaction, TransactionType, utcnow
+
+#: States after which a flush must not append the answer again.
+SETTLED = frozenset(
+    {TransactionType.COMPLETED, TransactionType.DEAD_LETTERED, TransactionType.FAILED}
+)
+#: Rows per upsert statement (keeps bind parameters under SQLite's limit).
+UPSERT_CHUNK = 2000
+
+
+def states(
+    session: Session, answer_ids: Sequence[str], spread_sheet_id: str, sheet_id: int
+) -> dict[str, TransactionType]:
+    """The ledger state of each id for one sheet (ids with no row are absent)."""
+    result: dict[str, TransactionType] = {}
+    table = SheetTransaction.__table__
+    for start in range(0, len(answer_ids), UPSERT_CHUNK):
+        chunk = answer_ids[start : start + UPSERT_CHUNK]
+        rows = session.execute(
+            select(table.c.submission_answer_id, table.c.type).where(
+                table.c.spread_sheet_id == spread_sheet_id,
+                table.c.sheet_id == sheet_id,
+                table.c.submission_answer_id.in_(chunk),
+            )
+        )
+        for answer_id, state in rows:
+            result[answer_id] = TransactionType(state)
+    return result
+
+
+def record(
+    session: Session,
+    answer_ids: Iterable[str],
+    spread_sheet_id: str,
+    sheet_id: int,
+    state: TransactionType,
+    error_message: str | None = None,
+    *,
+    now: datetime | None = None,
+) -> None:
+    """Upsert one state for many ids of one sheet."""
+    record_many(
+        session,
+        {answer_id: error_message for answer_id in answer_ids},
+        spread_sheet_id,
+        sheet_id,
+        state,
+        now=now,
+    )
+
+
+def record_many(
+    session: Session,
+    errors_by_id: Mapping[str, str | None],
+    spread_sheet_id: str,
+    sheet_id: int,
+    state: TransactionType,
+    *,
+    now: datetime | None = None,
+) -> None:
+    """Upsert one state for many ids, each with its own error message (or None)."""
+    if not errors_by_id:
+        return
+    now = now or utcnow()
+    table = SheetTransaction.__table__
+    insert = postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
+    items = list(errors_by_id.items())
+    for start in range(0, len(items), UPSERT_CHUNK):
+        values = [
+            {
+                "submission_answer_id": answer_id,
+                "spread_sheet_id": spread_sheet_id,
+                "sheet_id": sheet_id,
+                "type": state.value,
+                "error_message": error,
+                "updated_at": now,
+            }
+            for answer_id, error in items[start : start + UPSERT_CHUNK]
+        ]
+        statement = insert(table).values(values)
+        statement = statement.on_conflict_do_update(
+            index_elements=["submission_answer_id", "spread_sheet_id", "sheet_id"],
+            set_={
+                "type": statement.excluded.type,
+                "error_message": statement.excluded.error_message,
+                "updated_at": statement.excluded.updated_at,
+            },
+        )
+        session.execute(statement)

@@ -1,0 +1,88 @@
+"""Strict sliding-window rate limits for Sheets requests (SPEC 3.6).
+
+Two windows guard every request: the Google account's (60 per 60 s) and the project's
+(300 per 60 s). Both are taken in one Lua script (``rate_take.lua``): the `limits`
+library's moving window takes one limit per call, so a refusal by the second limit
+would waste the slot already taken from the first.
+
+Google counts a request when it arrives; we count it when the slot is taken, a few
+milliseconds earlier. ``margin`` widens our window by that much, so two requests that
+we spaced one window apart can never land inside one of Google's windows.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+import redis
+
+from sheetsync.buffer import Scripts
+from sheetsync.errors import RateLimited
+from sheetsync.keys import RATE_PROJECT, rate_account_key
+from sheetsync.settings import Settings
+
+#: Extra window, as a share of the window, covering slot-to-arrival delay (capped 1 s).
+DEFAULT_MARGIN_SHARE = 0.01
+DEFAULT_MARGIN_CAP_S = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class WindowUse:
+    used: int
+    limit: int
+
+
+class RateLimiter:
+    """Per-account and per-project windows in Redis, shared by every worker."""
+
+    def __init__(self, client: redis.Redis, settings: Settings, scripts: Scripts | None = None):
+        self.redis = client
+        self.settings = settings
+        self._scripts = scripts or Scripts(client)
+        margin_s = min(settings.rate_window_s * DEFAULT_MARGIN_SHARE, DEFAULT_MARGIN_CAP_S)
+        self.window_ms = int((settings.rate_window_s + margin_s) * 1000)
+
+    def take(self, google_account_id: str) -> None:
+        """Take one slot in both windows, or raise :class:`RateLimited` with the wait."""
+        taken, wait_ms = self._scripts.rate_take(
+            keys=[rate_account_key(google_account_id), RATE_PROJECT],
+            args=[
+                self.window_ms,
+                self.settings.rate_limit_per_account,
+                self.settings.rate_limit_per_project,
+                uuid.uuid4().hex,
+            ],
+        )
+        if not int(taken):
+            raise RateLimited(
+                f"rate limit reached for account {google_account_id}",
+                retry_after_s=int(wait_ms) / 1000,
+            )
+
+    def acquirer(self, google_account_id: str) -> _Acquire:
+        return _Acquire(self, google_account_id)
+
+    def usage(self, google_account_id: str | None = None) -> WindowUse:
+        """Requests in the current window (the project's when no account is given)."""
+        key = RATE_PROJECT if google_account_id is None else rate_account_key(google_account_id)
+        limit = (
+            self.settings.rate_limit_per_project
+            if google_account_id is None
+            else self.settings.rate_limit_per_account
+        )
+        seconds, micros = self.redis.time()
+        now_ms = seconds * 1000 + micros // 1000
+        used = int(self.redis.zcount(key, f"({now_ms - self.window_ms}", "+inf"))
+        return WindowUse(used=used, limit=limit)
+
+
+class _Acquire:
+    """The zero-argument ``acquire`` hook that :class:`SheetsClient` calls per request."""
+
+    def __init__(self, limiter: RateLimiter, google_account_id: str) -> None:
+        self._limiter = limiter
+        self._account = google_account_id
+
+    def __call__(self) -> None:
+        self._limiter.take(self._account)

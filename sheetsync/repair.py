@@ -1,0 +1,126 @@
+"""Periodic repairs: the sweeper (SPEC 3.3) and the reconciler (SPEC 3.8).
+
+The sweeper keeps invariant I1 when a process dies between a script and its
+``apply_async``, or a worker dies mid-run: it does not wait for the broker's visibility
+timeout. The reconciler re-pushes ENQUEUED answers whose buffer vanished (Redis lost
+its data), using the DB row as the outbox.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import timedelta
+
+from sqlalchemy import and_, select
+
+from sheetsync.buffer import Dispatch, now_ms
+from sheetsync.dispatch import QUEUE_DEFAULT, queue_for_plan, send_all
+from sheetsync.emit import push
+from sheetsync.keys import BufferKey
+from sheetsync.models import (
+    SheetTransaction,
+    SpreadSheet,
+    SubmissionAnswer,
+    TransactionType,
+    User,
+    utcnow,
+)
+from sheetsync.pipeline import Pipeline
+
+log = logging.getLogger(__name__)
+
+
+def sweep(pipeline: Pipeline) -> list[Dispatch]:
+    """Re-dispatch every job that is stuck, and drop empty buffers from the index."""
+    store = pipeline.store
+    buffers = [key for key, _ in store.indexed_buffers()]
+    if not buffers:
+        return []
+    pipe = pipeline.redis.pipeline(transaction=False)
+    for key in buffers:
+        pipe.hmget(key.job, "state", "due_at", "lease_until")
+        pipe.llen(key.buf)
+    replies = pipe.execute()
+    now = now_ms()
+    grace_ms = pipeline.settings.sweep_grace_s * 1000
+    dispatches: list[Dispatch] = []
+    for index, key in enumerate(buffers):
+        (state, due_at, lease_until), length = replies[2 * index], replies[2 * index + 1]
+        stuck = (
+            (state is None)
+            or (state == b"scheduled" and float(due_at or 0) + grace_ms <= now)
+            or (state == b"running" and float(lease_until or 0) <= now)
+        )
+        if not stuck:
+            continue
+        dispatch = store.sweep(key, QUEUE_DEFAULT)  # re-checks atomically
+        if dispatch is not None:
+            log.warning("sweeper re-dispatches %s (was %s, %d ids)", key.base,
+                        (state or b"no job").decode(), length)
+            dispatches.append(dispatch)
+    send_all(dispatches)
+    return dispatches
+
+
+@dataclass(frozen=True)
+class ReconcileReport:
+    buffers: int
+    answers: int
+
+
+def reconcile(pipeline: Pipeline, *, limit: int = 50_000) -> ReconcileReport:
+    """Push again the ENQUEUED answers older than ``reconcile_after_s`` whose buffer is
+    empty and has no job: their ids were lost from Redis."""
+    cutoff = utcnow() - timedelta(seconds=pipeline.settings.reconcile_after_s)
+    tx = SheetTransaction
+    query = (
+        select(
+            SpreadSheet.create_user_id,
+            SubmissionAnswer.submission_id,
+            tx.spread_sheet_id,
+            tx.sheet_id,
+            User.plan,
+            tx.submission_answer_id,
+        )
+        .join(SubmissionAnswer, SubmissionAnswer.id == tx.submission_answer_id)
+        .join(
+            SpreadSheet,
+            and_(
+                SpreadSheet.submission_id == SubmissionAnswer.submission_id,
+                SpreadSheet.spread_sheet_id == tx.spread_sheet_id,
+                SpreadSheet.sheet_id == tx.sheet_id,
+            ),
+        )
+        .join(User, User.id == SpreadSheet.create_user_id)
+        .where(tx.type == TransactionType.ENQUEUED, tx.updated_at < cutoff)
+        .order_by(SubmissionAnswer.submitted_at, tx.submission_answer_id)
+        .limit(limit)
+    )
+    grouped: dict[tuple[BufferKey, str], list[str]] = defaultdict(list)
+    with pipeline.sessions() as session:
+        for user_id, submission_id, spread_sheet_id, sheet_id, plan, answer_id in session.execute(
+            query
+        ):
+            key = BufferKey(user_id, submission_id, spread_sheet_id, sheet_id)
+            grouped[(key, queue_for_plan(plan))].append(answer_id)
+    if not grouped:
+        return ReconcileReport(0, 0)
+    targets = list(grouped)
+    pipe = pipeline.redis.pipeline(transaction=False)
+    for key, _ in targets:
+        pipe.llen(key.buf)
+        pipe.exists(key.job)
+    replies = pipe.execute()
+    buffers = answers = 0
+    for index, (key, queue) in enumerate(targets):
+        if replies[2 * index] or replies[2 * index + 1]:
+            continue  # the buffer still has work in flight; its ids may be there
+        ids = list(dict.fromkeys(grouped[(key, queue)]))
+        if push(pipeline, [(key, queue)], ids):
+            buffers += 1
+            answers += len(ids)
+    if answers:
+        log.warning("reconciler re-pushed %d answers to %d buffers", answers, buffers)
+    return ReconcileReport(buffers, answers)
