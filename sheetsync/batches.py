@@ -13,6 +13,7 @@ from sheetsync.hydrate import fetch_answers
 from sheetsync.keys import BufferKey
 from sheetsync.ledger import SETTLED
 from sheetsync.ledger import states as ledger_states
+from sheetsync.models import TransactionType
 from sheetsync.rows import FormLayout, RowBuilder, header_row, load_layout
 from sheetsync.settings import Settings
 
@@ -96,16 +97,20 @@ class BatchBuilder:
             self._rows = RowBuilder(self._layout, self.settings)
         return self._layout
 
-    def build(self, session: Session, ids: Sequence[str]) -> Batch:
+    def build(
+        self, session: Session, ids: Sequence[str], *, skip: frozenset[TransactionType] = SETTLED
+    ) -> Batch:
+        """Rows for ``ids`` in order, skipping duplicates and ids whose ledger state is in
+        ``skip`` (a replay skips only COMPLETED: its ids are DEAD_LETTERED or FAILED)."""
         layout = self.layout(session)
         assert self._rows is not None
         states = ledger_states(session, ids, self.key.spread_sheet_id, self.key.sheet_id)
-        wanted = [i for i in dict.fromkeys(ids) if states.get(i) not in SETTLED]
+        wanted = [i for i in dict.fromkeys(ids) if states.get(i) not in skip]
         answers = fetch_answers(session, wanted) if wanted else {}
         batch = Batch(consumed=list(ids), header=header_row(layout, self.settings))
         seen: set[str] = set()
         for position, answer_id in enumerate(ids):
-            if answer_id in seen or states.get(answer_id) in SETTLED:
+            if answer_id in seen or states.get(answer_id) in skip:
                 continue
             seen.add(answer_id)
             answer = answers.get(answer_id)
