@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from alembic import command
@@ -23,8 +24,10 @@ from sqlalchemy.pool import NullPool
 
 from sheetsync.settings import get_settings
 
-#: Where Alembic finds the migrations (a package resource: no alembic.ini needed).
-MIGRATIONS_LOCATION = "sheetsync:migrations"
+#: Where Alembic finds the migrations; no alembic.ini needed. A plain path rather than
+#: ``"sheetsync:migrations"``: Alembic resolves that through importlib.resources, which
+#: fails when an editable install exposes ``sheetsync`` as a namespace package.
+MIGRATIONS_LOCATION = str(Path(__file__).with_name("migrations"))
 #: SQLite waits this long for another process's write lock before giving up.
 DEFAULT_SQLITE_BUSY_TIMEOUT_S = 30.0
 

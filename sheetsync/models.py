@@ -239,6 +239,9 @@ class SubmissionAnswer(Base):
     submitted_at: Mapped[datetime] = mapped_column(default=utcnow)
     answer: Mapped[list[dict[str, Any]]] = mapped_column(JsonType, default=list)
 
+    # No reverse collection: a form can have millions of answers.
+    submission: Mapped[Submission] = relationship()
+
 
 class SpreadSheet(Base):
     """A link from a form to one sheet (tab) of a Google spreadsheet."""
