@@ -120,7 +120,10 @@ def _record(session: Session, answer_id: str, pipeline: Pipeline) -> _Plan:
             select(GoogleCredential).where(GoogleCredential.user_id.in_(owners))
         )
     }
-    plans = dict(session.execute(select(User.id, User.plan).where(User.id.in_(owners))).tuples())
+    plans = {
+        user_id: plan
+        for user_id, plan in session.execute(select(User.id, User.plan).where(User.id.in_(owners)))
+    }
     settings = pipeline.settings
     for link in links:
         try:

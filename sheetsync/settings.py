@@ -95,6 +95,14 @@ class Settings(BaseSettings):
     workers_default: int = Field(3, ge=1)
     workers_scheduled: int = Field(2, ge=1)
 
+    @field_validator(
+        "broker_url", "google_client_id", "google_client_secret", "alert_webhook_url",
+        mode="before",
+    )
+    @classmethod
+    def _empty_is_unset(cls, value: Any) -> Any:
+        return None if value == "" else value
+
     @field_validator("pii_keys", mode="before")
     @classmethod
     def _split_keys(cls, value: Any) -> Any:
