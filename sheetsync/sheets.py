@@ -24,11 +24,13 @@ import google.auth.exceptions
 import google.oauth2.credentials
 import google_auth_httplib2
 import httplib2
+import urllib3.exceptions
 from googleapiclient.discovery import Resource, build
 from googleapiclient.errors import HttpError
 
 from sheetsync.errors import CredentialError, PermanentError, SheetsError, TransientError
 from sheetsync.settings import Settings, get_settings
+from sheetsync.transport import SingleShotHttp
 
 #: The OAuth scope sheetsync asks for.
 SHEETS_SCOPE = "https://www.googleapis.com/auth/spreadsheets"
@@ -102,7 +104,7 @@ class _CredentialCache(threading.local):
                 scopes=[SHEETS_SCOPE],
             )
             authed = google_auth_httplib2.AuthorizedHttp(
-                credentials, http=httplib2.Http(timeout=settings.google_timeout_s)
+                credentials, http=SingleShotHttp(settings.google_timeout_s)
             )
             self._entries[key] = authed
         return authed
@@ -196,7 +198,7 @@ def translate_error(exc: BaseException, *, write: bool) -> SheetsError:
         if "invalid_grant" in str(exc) or "invalid_client" in str(exc):
             return CredentialError("Google refused the refresh token (invalid_grant)", status=400)
         return TransientError(f"token refresh failed: {_clip(exc)}", status=None, ambiguous=False)
-    if isinstance(exc, TimeoutError | socket.timeout):
+    if isinstance(exc, TimeoutError | socket.timeout | urllib3.exceptions.TimeoutError):
         return TransientError("Sheets request timed out", status=None, ambiguous=write)
     if isinstance(
         exc,
@@ -204,6 +206,7 @@ def translate_error(exc: BaseException, *, write: bool) -> SheetsError:
         | http.client.HTTPException
         | httplib2.HttpLib2Error
         | google.auth.exceptions.TransportError
+        | urllib3.exceptions.HTTPError
         | OSError,
     ):
         kind = type(exc).__name__
