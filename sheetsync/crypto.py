@@ -55,6 +55,7 @@ DEFAULT_ROTATION_BATCH_SIZE = 500
 
 _TAG_BYTES = 16
 _HEADER_BYTES = 1 + KEY_ID_BYTES
+_NONCE_END = _HEADER_BYTES + NONCE_BYTES
 _MIN_TOKEN_BYTES = _HEADER_BYTES + NONCE_BYTES + _TAG_BYTES
 _VERSION_BYTE = bytes([TOKEN_VERSION])
 # binascii with a translation table is about twice as fast as base64.urlsafe_b64*.
@@ -115,22 +116,40 @@ class Keyring:
         return encoded.translate(_TO_URLSAFE).rstrip(b"=").decode("ascii")
 
     def decrypt(self, token: str) -> str:
-        raw = _unpack(token)
-        cipher = self._ciphers.get(raw[1:_HEADER_BYTES])
-        if cipher is None:
-            raise CryptoError(
+        # The hot path (thousands per flush) tries the happy case and only works out
+        # what went wrong when it fails. A wrong version byte or a cut token cannot
+        # slip through: the header is authenticated, and a short tag fails.
+        try:
+            raw = binascii.a2b_base64(
+                token.encode("ascii").translate(_FROM_URLSAFE) + _PADDING[len(token) & 3]
+            )
+            cipher = self._ciphers[raw[1:_HEADER_BYTES]]
+            plaintext = cipher.decrypt(
+                raw[_HEADER_BYTES:_NONCE_END], raw[_NONCE_END:], raw[:_HEADER_BYTES]
+            )
+            return plaintext.decode("utf-8")
+        except (
+            binascii.Error,
+            InvalidTag,
+            UnicodeError,
+            AttributeError,
+            TypeError,
+            KeyError,
+            ValueError,
+        ):
+            raise self._why_not(token) from None
+
+    def _why_not(self, token: str) -> CryptoError:
+        try:
+            raw = _unpack(token)
+        except CryptoError as exc:
+            return exc
+        if raw[1:_HEADER_BYTES] not in self._ciphers:
+            return CryptoError(
                 f"PII token was encrypted with an unknown key (id {raw[1:_HEADER_BYTES].hex()}): "
                 "add that key to SHEETSYNC_PII_KEYS"
             )
-        try:
-            plaintext = cipher.decrypt(
-                raw[_HEADER_BYTES : _HEADER_BYTES + NONCE_BYTES],
-                raw[_HEADER_BYTES + NONCE_BYTES :],
-                raw[:_HEADER_BYTES],
-            )
-            return plaintext.decode("utf-8")
-        except (InvalidTag, UnicodeDecodeError):
-            raise CryptoError("PII token failed authentication (tampered or corrupt)") from None
+        return CryptoError("PII token failed authentication (tampered or corrupt)")
 
     def token_key_id(self, token: str) -> bytes:
         """The id of the key that encrypted ``token``."""
