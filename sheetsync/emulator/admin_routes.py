@@ -23,6 +23,7 @@ from sheetsync.emulator.responses import (
 from sheetsync.emulator.sheets import Spreadsheet
 from sheetsync.emulator.state import EmulatorState
 from sheetsync.emulator.values import formatted_rows
+from sheetsync.errors import ConfigError
 
 PREFIX = "/_emulator"
 
@@ -87,7 +88,7 @@ async def list_spreadsheets(request: web.Request) -> web.Response:
 
 
 async def add_account(request: web.Request) -> web.Response:
-    body = await json_body(request)
+    body = json_body(await request.read())
     account = _state(request).accounts.register(
         _required_text(body, "account_id"), _required_text(body, "refresh_token")
     )
@@ -102,7 +103,7 @@ async def revoke_account(request: web.Request) -> web.Response:
 
 
 async def create_spreadsheet(request: web.Request) -> web.Response:
-    body = await json_body(request)
+    body = json_body(await request.read())
     owner = _required_text(body, "owner")
     titles = body.get("sheets")
     if titles is not None and (
@@ -168,7 +169,7 @@ async def list_faults(request: web.Request) -> web.Response:
 
 
 async def add_fault(request: web.Request) -> web.Response:
-    body = await json_body(request)
+    body = json_body(await request.read())
     try:
         fault = parse_fault(body)
     except ValueError as error:
@@ -188,11 +189,11 @@ async def get_quotas(request: web.Request) -> web.Response:
 
 
 async def set_quotas(request: web.Request) -> web.Response:
-    body = await json_body(request)
+    body = json_body(await request.read())
     state = _state(request)
     try:
         state.quotas.limits = state.quotas.limits.updated(body)
-    except (TypeError, ValueError) as error:
+    except (TypeError, ConfigError) as error:
         raise ApiError.invalid_argument(str(error)) from error
     return json_response(state.quotas.limits.as_dict())
 

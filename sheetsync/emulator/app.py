@@ -44,6 +44,9 @@ async def sheets_api(request: web.Request) -> web.StreamResponse:
         state.stats.record_request(call.endpoint, call.access, None)
         return error_response(state, error)
     state.stats.record_request(call.endpoint, call.access, account)
+    # Read the whole body first: a client that times out during a hang closes the
+    # connection, and the request it already sent must still be served after the hang.
+    raw_body = await request.read()
     fault = state.faults.take(call.endpoint, account)
     if fault is not None:
         state.stats.record_fault(fault.action)
@@ -58,17 +61,17 @@ async def sheets_api(request: web.Request) -> web.StreamResponse:
         response = error_response(state, error)
     else:
         state.stats.record_served(account, call.access, state.clock())
-        response = await _serve(request, state, call, account)
+        response = _serve(request, state, call, account, raw_body)
     if fault is not None and fault.action == "drop":
         return drop_connection(request)
     return response
 
 
-async def _serve(
-    request: web.Request, state: EmulatorState, call: Call, account: str
+def _serve(
+    request: web.Request, state: EmulatorState, call: Call, account: str, raw_body: bytes
 ) -> web.Response:
     try:
-        body = await json_body(request)
+        body = json_body(raw_body)
         context = CallContext(state, account, request.query, body, base_url(request))
         return json_response(handle(call, context))
     except ApiError as error:
@@ -81,10 +84,16 @@ def _fault_error(state: EmulatorState, fault: Fault, access: Access) -> ApiError
     return ApiError.google(fault.status)
 
 
+async def _to_admin_index(request: web.Request) -> web.StreamResponse:
+    raise web.HTTPFound("/_emulator/")
+
+
 def make_app(state: EmulatorState | None = None) -> web.Application:
     """The whole emulator as one aiohttp application."""
     app = web.Application(client_max_size=MAX_REQUEST_BYTES)
     app[STATE_KEY] = state or EmulatorState()
+    app.router.add_get("/", _to_admin_index)
+    app.router.add_get("/_emulator", _to_admin_index)
     app.router.add_post("/token", token)
     app.router.add_route("*", "/v4/spreadsheets{tail:.*}", sheets_api)
     add_admin_routes(app)

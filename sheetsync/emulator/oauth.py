@@ -22,8 +22,10 @@ async def token(request: web.Request) -> web.StreamResponse:
     if fault is not None:
         state.stats.record_fault(fault.action)
         if fault.action == "error":
-            reason = "rate_limit_exceeded" if fault.status == 429 else "internal_failure"
             state.stats.record_token(ok=False)
+            reason = _FAULT_REASONS.get(
+                fault.status, "internal_failure" if fault.status >= 500 else "invalid_request"
+            )
             return json_response(
                 {"error": reason, "error_description": "Injected by the emulator."}, fault.status
             )
@@ -40,6 +42,16 @@ async def token(request: web.Request) -> web.StreamResponse:
     if fault is not None and fault.action == "drop":
         return drop_connection(request)
     return response
+
+
+#: OAuth error codes for injected token-endpoint errors. google-auth retries the
+#: server-side ones (``internal_failure``, ``temporarily_unavailable``) with backoff.
+_FAULT_REASONS = {
+    400: "invalid_request",
+    401: "invalid_client",
+    429: "rate_limit_exceeded",
+    503: "temporarily_unavailable",
+}
 
 
 async def _token_form(request: web.Request) -> dict[str, str]:

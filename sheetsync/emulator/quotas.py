@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from sheetsync.emulator.api_errors import ApiError
+from sheetsync.errors import ConfigError
 
 Access = Literal["read", "write"]
 Scope = Literal["account", "project"]
@@ -42,15 +43,17 @@ class QuotaLimits:
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-                raise ValueError(f"quota {field.name} must be a positive number, got {value!r}")
+            kinds = (int, float) if field.name == "window_s" else (int,)
+            if isinstance(value, bool) or not isinstance(value, kinds) or value <= 0:
+                what = "number" if field.name == "window_s" else "integer"
+                raise ConfigError(f"quota {field.name} must be a positive {what}, got {value!r}")
 
     def updated(self, changes: dict[str, Any]) -> QuotaLimits:
-        """A copy with ``changes`` applied; unknown names or bad values raise ValueError."""
+        """A copy with ``changes`` applied; unknown names or bad values raise ConfigError."""
         names = {field.name for field in dataclasses.fields(self)}
         unknown = sorted(set(changes) - names)
         if unknown:
-            raise ValueError(f"unknown quota setting(s): {', '.join(unknown)}")
+            raise ConfigError(f"unknown quota setting(s): {', '.join(unknown)}")
         cleaned: dict[str, Any] = {
             name: float(value) if name == "window_s" and isinstance(value, int) else value
             for name, value in changes.items()

@@ -43,15 +43,12 @@ def drop_connection(request: web.Request) -> web.Response:
     return web.Response(status=204)
 
 
-async def json_body(request: web.Request) -> dict[str, Any]:
+def json_body(raw_body: bytes) -> dict[str, Any]:
     """The request's JSON object ({} when there is no body); 400 when it is not JSON."""
-    if not request.body_exists:
-        return {}
-    text = await request.text()
-    if not text.strip():
+    if not raw_body.strip():
         return {}
     try:
-        body = json.loads(text)
+        body = json.loads(raw_body)
     except ValueError as error:
         raise ApiError.invalid_argument(f"Invalid JSON payload received. {error}") from error
     if not isinstance(body, dict):

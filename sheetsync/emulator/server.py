@@ -183,9 +183,10 @@ def serve(
     read_per_project: int = DEFAULT_READS_PER_PROJECT,
     write_per_project: int = DEFAULT_WRITES_PER_PROJECT,
     window_s: float = DEFAULT_WINDOW_S,
-    announce: Callable[[str], None] = print,
+    announce: Callable[[str], None] | None = None,
 ) -> None:
-    """Serve until interrupted (Ctrl-C or SIGTERM); ``announce`` gets the start-up lines.
+    """Serve until interrupted (Ctrl-C or SIGTERM); the start-up lines go to ``announce``
+    (default: printed to stdout and flushed).
 
     For ``sheetsync emulator --host --port``. Raises :class:`EmulatorStartError` when the
     address cannot be bound.
@@ -194,7 +195,11 @@ def serve(
         read_per_account, write_per_account, read_per_project, write_per_project, window_s
     )
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve_until_stopped(host, port, limits, announce))
+        asyncio.run(_serve_until_stopped(host, port, limits, announce or _print_now))
+
+
+def _print_now(line: str) -> None:
+    print(line, flush=True)  # seen at once even when stdout is a pipe (docker logs)
 
 
 async def _serve_until_stopped(

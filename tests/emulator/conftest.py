@@ -72,7 +72,6 @@ def connect(emulator_server: EmulatorServer, emulator_admin: EmulatorAdmin) -> C
     return connect
 
 
-
 @pytest.fixture
 def anonymous_sheets(emulator_server: EmulatorServer) -> Any:
     """``service.spreadsheets()`` over a plain ``httplib2.Http``: no bearer token at all."""

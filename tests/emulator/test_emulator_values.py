@@ -266,9 +266,7 @@ def test_a_cell_over_50000_characters_is_refused(
     assert len(emulator_admin.sheet_values(spreadsheet_id, 0)) == 1
 
 
-def test_concurrent_appends_never_overlap(
-    connect: Any, emulator_admin: EmulatorAdmin
-) -> None:
+def test_concurrent_appends_never_overlap(connect: Any, emulator_admin: EmulatorAdmin) -> None:
     connect("owner")
     spreadsheet_id, _ = emulator_admin.create_spreadsheet("owner")
     ranges: list[str] = []
