@@ -8,10 +8,12 @@ Databases
                       use it are skipped when the variable is unset.
     ``db_url``        both of the above: a test that uses it runs once per backend
                       (ids ``sqlite`` and ``postgres``; the latter is marked ``postgres``).
-    ``engine``        an engine on ``db_url`` with the schema at head. It is also the
-                      process default: ``SHEETSYNC_DATABASE_URL`` points at it, so library
-                      code that calls ``get_sessionmaker()`` sees the same data. Every
-                      table is emptied after the test.
+    ``engine``        an engine on ``db_url`` with the schema at head (a SQLite file
+                      starts as a copy of one migrated template; PostgreSQL is migrated
+                      once per session). It is also the process default:
+                      ``SHEETSYNC_DATABASE_URL`` points at it, so library code that calls
+                      ``get_sessionmaker()`` sees the same data. Every table is emptied
+                      after the test.
     ``session``       a session on ``engine``; the test commits what others must see.
 
 Keys
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import base64
 import os
+import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -100,11 +103,25 @@ def db_url(request: pytest.FixtureRequest) -> str:
     return url
 
 
+@pytest.fixture(scope="session")
+def _sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite file migrated to head once; each test's database starts as a copy."""
+    path = tmp_path_factory.mktemp("sqlite-template") / "template.db"
+    upgrade_schema(f"sqlite:///{path}")
+    return path
+
+
 @pytest.fixture
-def engine(db_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Engine]:
+def engine(
+    db_url: str, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> Iterator[Engine]:
     """An engine on ``db_url`` with the schema at head, also the process default."""
     if db_url not in _migrated_urls:
-        upgrade_schema(db_url)
+        database = make_url(db_url).database
+        if db_url.startswith("sqlite") and database and not Path(database).exists():
+            shutil.copyfile(request.getfixturevalue("_sqlite_template"), database)
+        else:
+            upgrade_schema(db_url)
         _migrated_urls.add(db_url)
     monkeypatch.setenv("SHEETSYNC_DATABASE_URL", db_url)
     _reset_caches()

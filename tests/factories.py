@@ -33,8 +33,9 @@ from sheetsync.models import (
 
 #: The owner every seeded form gets unless told otherwise.
 DEFAULT_OWNER_ID = "user_1"
-#: When seeded answers start being submitted (they follow at ``DEFAULT_ANSWER_SPACING``).
+#: When answer number 1 was submitted.
 DEFAULT_FIRST_SUBMITTED_AT = datetime(2024, 5, 1, 0, 0, tzinfo=UTC)
+#: Time between consecutive seeded answers (answer n is at first + (n - 1) * spacing).
 DEFAULT_ANSWER_SPACING = timedelta(seconds=7)
 
 #: The types the non-PII, non-jumbotron questions cycle through.
