@@ -1,0 +1,91 @@
+"""Fixtures for driving the real ``sheetsync`` console script.
+
+``cli`` runs ``.venv/bin/sheetsync`` in a subprocess against a fresh SQLite file (made
+with ``sheetsync db upgrade``), Redis DB 13 (flushed before and after) and new PII keys.
+The same variables are set in this process, so seeding with the factories encrypts
+with the keys the command line decrypts with.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+from cli_harness import COMMAND_TIMEOUT_S, REDIS_URL, SCRIPT, Cli
+from sqlalchemy import Engine
+
+from sheetsync.crypto import generate_key, reset_keyring
+from sheetsync.db import dispose_engine, make_engine, session_factory
+from sheetsync.settings import reset_settings
+
+
+@pytest.fixture
+def redis_db() -> Iterator[redis.Redis]:
+    client = redis.Redis.from_url(REDIS_URL)
+    try:
+        client.ping()
+    except redis.exceptions.ConnectionError:
+        pytest.skip(f"no Redis at {REDIS_URL}")
+    client.flushdb()
+    try:
+        yield client
+    finally:
+        client.flushdb()
+        client.close()
+
+
+@pytest.fixture
+def cli_env(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, redis_db: redis.Redis
+) -> dict[str, str]:
+    """The environment of every command, also set in this process."""
+    variables = {
+        "SHEETSYNC_DATABASE_URL": f"sqlite:///{tmp_path}/cli.db",
+        "SHEETSYNC_REDIS_URL": REDIS_URL,
+        "SHEETSYNC_PII_KEYS": generate_key(),
+    }
+    for name in [n for n in os.environ if n.startswith("SHEETSYNC_")]:
+        monkeypatch.delenv(name)
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    reset_settings()
+    reset_keyring()
+    dispose_engine()
+    env = dict(os.environ)
+    # Wide, plain output: no wrapped table cells, no colour codes in what tests read.
+    env.update({"COLUMNS": "250", "NO_COLOR": "1", "TERM": "dumb"})
+    return env
+
+
+@pytest.fixture
+def database(cli_env: dict[str, str]) -> Iterator[Engine]:
+    """An engine on the test's database, after `sheetsync db upgrade` made the schema."""
+    result = subprocess.run(
+        [str(SCRIPT), "db", "upgrade"],
+        env=cli_env,
+        capture_output=True,
+        text=True,
+        timeout=COMMAND_TIMEOUT_S,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "schema up to date" in result.stdout
+    engine = make_engine(cli_env["SHEETSYNC_DATABASE_URL"])
+    try:
+        yield engine
+    finally:
+        engine.dispose()
+
+
+@pytest.fixture
+def cli(cli_env: dict[str, str], database: Engine, redis_db: redis.Redis) -> Cli:
+    return Cli(
+        env=cli_env,
+        database_url=cli_env["SHEETSYNC_DATABASE_URL"],
+        sessions=session_factory(database),
+        redis=redis_db,
+    )
