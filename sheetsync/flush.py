@@ -290,6 +290,10 @@ class _Run:
                 return self.outcome
             return self._finish()
         delay = backoff_s(failures, settings.retry_base_s)
+        if exc.ambiguous:
+            # A request we gave up on may still be running at Google; give it time to
+            # finish before the next run reads the sheet to see whether it landed.
+            delay = max(delay, settings.google_timeout_s)
         if self.p.store.release(self.key, self.token, delay) < 0:
             self.outcome.status = "fenced"
             return self.outcome

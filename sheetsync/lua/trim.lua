@@ -16,7 +16,11 @@ if ARGV[5] ~= '' then
   redis.call('HSET', KEYS[4], 'last_row', ARGV[5])
 end
 redis.call('EXPIRE', KEYS[4], tonumber(ARGV[7]))
-redis.call('HSET', KEYS[2], 'lease_until', now + tonumber(ARGV[3]), 'attempts', 0)
+redis.call('HSET', KEYS[2], 'lease_until', now + tonumber(ARGV[3]))
+if tonumber(ARGV[4]) > 0 then
+  -- Progress: the next transient failure starts a fresh run of retries.
+  redis.call('HSET', KEYS[2], 'attempts', 0)
+end
 local left = redis.call('LLEN', KEYS[1])
 if left > 0 then
   -- The head is now younger than before; "now" is a close upper bound of its age.

@@ -176,20 +176,37 @@ class WorkerProcesses:
         self.log_dir = log_dir
         self.procs: list[subprocess.Popen[bytes]] = []
 
-    def start(self, count: int = 1, *, queues: tuple[str, ...] = QUEUES,
-              concurrency: int = 1) -> list[subprocess.Popen[bytes]]:
+    def start(
+        self, count: int = 1, *, queues: tuple[str, ...] = QUEUES, concurrency: int = 1
+    ) -> list[subprocess.Popen[bytes]]:
         started = []
         for _ in range(count):
             n = len(self.procs)
             log = open(self.log_dir / f"worker{n}.log", "wb")  # noqa: SIM115
             proc = subprocess.Popen(
                 [
-                    sys.executable, "-m", "celery", "-A", "tasks", "worker",
-                    "-P", "prefork", "-c", str(concurrency), "-Q", ",".join(queues),
-                    "-n", f"test{n}-{os.getpid()}@%h", "--without-gossip",
-                    "--without-mingle", "--loglevel=INFO",
+                    sys.executable,
+                    "-m",
+                    "celery",
+                    "-A",
+                    "tasks",
+                    "worker",
+                    "-P",
+                    "prefork",
+                    "-c",
+                    str(concurrency),
+                    "-Q",
+                    ",".join(queues),
+                    "-n",
+                    f"test{n}-{os.getpid()}@%h",
+                    "--without-gossip",
+                    "--without-mingle",
+                    "--loglevel=INFO",
                 ],
-                cwd=ROOT, env={**os.environ, **self.env}, stdout=log, stderr=subprocess.STDOUT,
+                cwd=ROOT,
+                env={**os.environ, **self.env},
+                stdout=log,
+                stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
             self.procs.append(proc)
@@ -239,3 +256,47 @@ def worker_processes(
 @pytest.fixture
 def world(pipeline: Pipeline, admin: EmulatorAdmin) -> World:
     return World(pipeline, admin)
+
+
+class AlertSink:
+    """A Slack-compatible webhook that records what it receives."""
+
+    def __init__(self) -> None:
+        import http.server
+        import json
+        import threading
+
+        received: list[dict[str, Any]] = []
+        self.received = received
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+                length = int(self.headers.get("Content-Length", 0))
+                received.append(json.loads(self.rfile.read(length)))
+                self.send_response(200)
+                self.end_headers()
+                self.wfile.write(b"ok")
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def texts(self) -> list[str]:
+        return [str(body.get("text", "")) for body in self.received]
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def alerts(pipeline_env: Callable[..., dict[str, str]]) -> Iterator[AlertSink]:
+    sink = AlertSink()
+    pipeline_env(alert_webhook_url=sink.url)
+    yield sink
+    sink.close()

@@ -34,7 +34,9 @@ class World:
             write_per_project=GENEROUS_QUOTA,
         )
 
-    def form(self, owner: str = "owner1", *, plan: Plan = Plan.PRO, **options: object) -> SeededForm:
+    def form(
+        self, owner: str = "owner1", *, plan: Plan = Plan.PRO, **options: object
+    ) -> SeededForm:
         """A form owned by ``owner``, whose Google account exists in the emulator."""
         self.admin.add_account(f"google-{owner}", f"refresh-{owner}")
         with self.pipeline.sessions.begin() as session:
@@ -50,7 +52,9 @@ class World:
             link_sheet(session, form, spreadsheet_id, gids[title])
         return Sheet(spreadsheet_id, gids[title])
 
-    def answers(self, form: SeededForm, n: int, *, prefix: str = "ans", start: int = 1) -> list[str]:
+    def answers(
+        self, form: SeededForm, n: int, *, prefix: str = "ans", start: int = 1
+    ) -> list[str]:
         with self.pipeline.sessions.begin() as session:
             return seed_answers(session, form, n, prefix=prefix, start=start)
 
