@@ -120,9 +120,7 @@ class Keyring:
         # what went wrong when it fails. A wrong version byte or a cut token cannot
         # slip through: the header is authenticated, and a short tag fails.
         try:
-            raw = binascii.a2b_base64(
-                token.encode("ascii").translate(_FROM_URLSAFE) + _PADDING[len(token) & 3]
-            )
+            raw = _b64decode(token)
             cipher = self._ciphers[raw[1:_HEADER_BYTES]]
             plaintext = cipher.decrypt(
                 raw[_HEADER_BYTES:_NONCE_END], raw[_NONCE_END:], raw[:_HEADER_BYTES]
@@ -163,11 +161,15 @@ class Keyring:
         return self.encrypt(self.decrypt(token))
 
 
+def _b64decode(token: str) -> bytes:
+    return binascii.a2b_base64(
+        token.encode("ascii").translate(_FROM_URLSAFE) + _PADDING[len(token) & 3]
+    )
+
+
 def _unpack(token: str) -> bytes:
     try:
-        raw = binascii.a2b_base64(
-            token.encode("ascii").translate(_FROM_URLSAFE) + _PADDING[len(token) & 3]
-        )
+        raw = _b64decode(token)
     except (binascii.Error, UnicodeEncodeError):
         raise CryptoError("PII token is not valid base64 (truncated or corrupt)") from None
     except (AttributeError, TypeError):

