@@ -156,9 +156,11 @@ def main() -> None:
     parser.add_argument("--table", type=int, default=20_000)
     args = parser.parse_args()
     postgres_url = os.environ.get("SHEETSYNC_TEST_POSTGRES_URL") or DEFAULT_POSTGRES_URL
+    load = ", ".join(f"{value:.2f}" for value in os.getloadavg())
     print(
         f"batch of {args.batch} answers from a table of {args.table}; "
-        f"12 columns (2 PERSONAL_INFO); median of {args.runs} runs"
+        f"12 columns (2 PERSONAL_INFO); median of {args.runs} runs; "
+        f"{os.cpu_count()} CPUs, load average {load}"
     )
     with postgres_scratch(postgres_url) as url:
         report(
