@@ -87,7 +87,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except NO_ARGS_ERRORS as exc:
         # `sheetsync dlq` alone: the help is the answer, but it was not a success.
-        exc.show()  # type: ignore[attr-defined]
+        # (Typer's rich help has already printed itself; plain click's is the message.)
+        if exc.format_message().strip():  # type: ignore[attr-defined]
+            exc.show()  # type: ignore[attr-defined]
         return EXIT_USAGE
     except USAGE_ERRORS as exc:
         ctx = getattr(exc, "ctx", None)

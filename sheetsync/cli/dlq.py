@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from sheetsync.cli.output import (
-    EXIT_ERROR,
     clip,
     fail,
     heading,
@@ -195,9 +194,9 @@ def replay(
         if ids:
             require_existing(pipeline.sessions, ids)
         if now:
-            finished = replay_here(pipeline, ids=ids or None, user_id=user)
-            if not finished:
-                raise typer.Exit(EXIT_ERROR)
+            unfinished, total = replay_here(pipeline, ids=ids or None, user_id=user)
+            if unfinished:
+                fail(f"{unfinished} of {total} entries did not finish: see the summary above")
         else:
             send_to_workers(pipeline, ids=ids or None, user_id=user)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from rich.progress import (
     BarColumn,
@@ -22,8 +23,9 @@ from rich.progress import (
 )
 from sqlalchemy import select, update
 
+from sheetsync import ledger
 from sheetsync.cli.output import err, hint, out, table
-from sheetsync.models import DeadLetter, DeadLetterStatus, utcnow
+from sheetsync.models import DeadLetter, DeadLetterStatus, TransactionType, utcnow
 from sheetsync.pipeline import Pipeline
 from sheetsync.replay import ReplayResult, claim_due, make_due
 from sheetsync.replay import replay as replay_entry
@@ -56,15 +58,17 @@ def send_to_workers(
     return sent
 
 
-def replay_here(pipeline: Pipeline, *, ids: Sequence[int] | None, user_id: str | None) -> bool:
+def replay_here(
+    pipeline: Pipeline, *, ids: Sequence[int] | None, user_id: str | None
+) -> tuple[int, int]:
     """Claim the chosen entries and replay them in this process, with a progress bar.
 
-    Returns whether every claimed entry ended DONE.
+    Returns (entries that did not end DONE, entries replayed).
     """
     claimed = _claim(pipeline, ids=ids, user_id=user_id)
     if not claimed:
-        return True
-    outcomes: list[tuple[int, str, ReplayResult]] = []
+        return 0, 0
+    outcomes: list[Outcome] = []
     remaining = list(claimed)
     columns = (
         SpinnerColumn(),
@@ -76,38 +80,67 @@ def replay_here(pipeline: Pipeline, *, ids: Sequence[int] | None, user_id: str |
     with Progress(*columns, console=err) as progress:
         try:
             while remaining:
-                entry_id = remaining[0]
-                result = _replay_one(pipeline, progress, entry_id)
+                outcomes.append(_replay_one(pipeline, progress, remaining[0]))
                 remaining.pop(0)
-                outcomes.append((entry_id, _status(pipeline, entry_id), result))
         finally:
             release(pipeline, remaining)
-    grid = table("id", "status", "rows appended", "summary", right=("id", "rows appended"))
-    for entry_id, status, result in outcomes:
-        grid.add_row(str(entry_id), status, str(result.appended), result.summary)
+    grid = table("id", "status", "answers in the sheet", "summary", right=("id",))
+    for outcome in outcomes:
+        grid.add_row(
+            str(outcome.entry_id),
+            outcome.status,
+            f"{outcome.completed}/{outcome.total}",
+            outcome.result.summary,
+        )
     out.print(grid)
-    return all(status == DeadLetterStatus.DONE.value for _, status, _ in outcomes)
+    unfinished = sum(outcome.status != DeadLetterStatus.DONE.value for outcome in outcomes)
+    return unfinished, len(outcomes)
 
 
-def _replay_one(pipeline: Pipeline, progress: Progress, entry_id: int) -> ReplayResult:
+@dataclass(frozen=True)
+class Outcome:
+    entry_id: int
+    status: str
+    #: The entry's answers now COMPLETED for its sheet, of all its answers.
+    completed: int
+    total: int
+    result: ReplayResult
+
+
+def _replay_one(pipeline: Pipeline, progress: Progress, entry_id: int) -> Outcome:
     label = f"entry {entry_id}"
     task = progress.add_task(label, total=None)
+    report = _reporter(progress, task)
     while True:
-        result = replay_entry(pipeline, entry_id, progress=_reporter(progress, task))
+        result = replay_entry(pipeline, entry_id, progress=report)
         if result.retry_in_s is None:
-            progress.update(task, description=f"{label}: {_short(result)}")
-            if progress.tasks[task].total is None:
-                progress.update(task, total=1, completed=1)
-            return result
+            break
         # Rate limited: the entry stays ours (REPLAYING); wait for the slot and go on.
+        # The next attempt skips what already reached the sheet.
         wait_s = max(result.retry_in_s, 0.05)
         progress.update(task, description=f"{label} (rate limited, waiting {wait_s:.1f}s)")
         time.sleep(wait_s)
         progress.update(task, description=label)
+    status, completed, total = _settled(pipeline, entry_id)
+    progress.update(
+        task,
+        description=f"{label}: {status}",
+        total=max(total, 1),
+        completed=max(total, 1) if status == "DONE" else completed,
+    )
+    return Outcome(entry_id, status, completed, total, result)
 
 
-def _short(result: ReplayResult) -> str:
-    return f"{result.appended} rows" if result.appended else "done"
+def _settled(pipeline: Pipeline, entry_id: int) -> tuple[str, int, int]:
+    """An entry's status, and how many of its answers are COMPLETED for its sheet."""
+    with pipeline.sessions() as session:
+        entry = session.get(DeadLetter, entry_id)
+        if entry is None:
+            return "gone", 0, 0
+        states = ledger.states(session, entry.answer_ids, entry.spread_sheet_id, entry.sheet_id)
+        ids = set(entry.answer_ids)
+        completed = sum(states.get(i) is TransactionType.COMPLETED for i in ids)
+        return entry.status.value, completed, len(ids)
 
 
 def _reporter(progress: Progress, task: TaskID) -> Callable[[int, int], None]:
@@ -167,10 +200,6 @@ def _statuses(pipeline: Pipeline, ids: Sequence[int]) -> dict[int, str]:
             select(DeadLetter.id, DeadLetter.status).where(DeadLetter.id.in_(list(ids)))
         ).all()
     return {entry_id: DeadLetterStatus(status).value for entry_id, status in rows}
-
-
-def _status(pipeline: Pipeline, entry_id: int) -> str:
-    return _statuses(pipeline, [entry_id]).get(entry_id, "gone")
 
 
 def _id_list(ids: Sequence[int], shown: int = 20) -> str:
