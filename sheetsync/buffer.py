@@ -82,7 +82,9 @@ class Intent:
 @dataclass(frozen=True, slots=True)
 class SheetCache:
     title: str | None
-    header_ok: bool
+    #: True: row 1 holds a header. False: row 1 was read empty, so our next append
+    #: brings the header. None: not read yet.
+    header_ok: bool | None
     last_row: int | None
 
 
@@ -258,7 +260,7 @@ class BufferStore:
         last = _text(last_row)
         return SheetCache(
             title=_text(title),
-            header_ok=_text(header_ok) == "1",
+            header_ok=None if header_ok is None else _text(header_ok) == "1",
             last_row=int(last) if last else None,
         )
 

@@ -200,16 +200,16 @@ class _Run:
             return True
         title = self._title()
         cache = self.p.store.sheet_cache(self.key)
-        header_needed = False
-        if not cache.header_ok:
+        header_needed = cache.header_ok is False
+        if cache.header_ok is None:
             self._renew()
             first_row = self.client.read_values(
                 self.key.spread_sheet_id, f"{quote_title(title)}!1:1"
             )
             self.outcome.requests.append("values.get")
             header_needed = not first_row
-            if not header_needed:
-                self.p.store.remember_sheet(self.key, header_ok=1)
+            # Remembered either way, so a rate-limited append does not read row 1 again.
+            self.p.store.remember_sheet(self.key, header_ok=0 if header_needed else 1)
         batch = batch.cut(self.p.settings.request_bytes_max, header=header_needed)
         rows = ([batch.header] if header_needed else []) + batch.rows
         if not self.p.store.write_intent(self.key, self.token, batch.consumed, cache.last_row):

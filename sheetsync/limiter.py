@@ -5,9 +5,9 @@ Two windows guard every request: the Google account's (60 per 60 s) and the proj
 library's moving window takes one limit per call, so a refusal by the second limit
 would waste the slot already taken from the first.
 
-Google counts a request when it arrives; we count it when the slot is taken, a few
-milliseconds earlier. ``margin`` widens our window by that much, so two requests that
-we spaced one window apart can never land inside one of Google's windows.
+Google counts a request when it arrives; we count it when the slot is taken, a little
+earlier. ``SHEETSYNC_RATE_MARGIN_S`` widens our window by more than that delay varies,
+so two requests that we spaced one window apart never land inside one of Google's.
 """
 
 from __future__ import annotations
@@ -21,10 +21,6 @@ from sheetsync.buffer import Scripts
 from sheetsync.errors import RateLimited
 from sheetsync.keys import RATE_PROJECT, rate_account_key
 from sheetsync.settings import Settings
-
-#: Extra window, as a share of the window, covering slot-to-arrival delay (capped 1 s).
-DEFAULT_MARGIN_SHARE = 0.01
-DEFAULT_MARGIN_CAP_S = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,8 +36,7 @@ class RateLimiter:
         self.redis = client
         self.settings = settings
         self._scripts = scripts or Scripts(client)
-        margin_s = min(settings.rate_window_s * DEFAULT_MARGIN_SHARE, DEFAULT_MARGIN_CAP_S)
-        self.window_ms = int((settings.rate_window_s + margin_s) * 1000)
+        self.window_ms = int((settings.rate_window_s + settings.rate_margin_s) * 1000)
 
     def take(self, google_account_id: str) -> None:
         """Take one slot in both windows, or raise :class:`RateLimited` with the wait."""

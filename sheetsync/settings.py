@@ -62,6 +62,9 @@ class Settings(BaseSettings):
     rate_limit_per_account: int = Field(60, ge=1)
     rate_limit_per_project: int = Field(300, ge=1)
     rate_window_s: float = Field(60.0, gt=0)
+    #: Our window is this much longer than Google's: it covers the time between taking
+    #: a slot and the request reaching Google, so spacing survives the trip.
+    rate_margin_s: float = Field(0.5, ge=0)
 
     #: How long a running flush holds its buffer before the sweeper may take it over.
     lease_s: float = Field(60.0, gt=0)

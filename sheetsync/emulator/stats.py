@@ -117,7 +117,11 @@ class Stats:
             "max_in_window": {
                 "reads": max_in_window(self.served_times["read"], window_s),
                 "writes": max_in_window(self.served_times["write"], window_s),
+                "all": max_in_window(
+                    self.served_times["read"] + self.served_times["write"], window_s
+                ),
             },
+            "served_span_s": _span(self.served_times["read"] + self.served_times["write"]),
             "by_account": by_account,
         }
 
@@ -136,5 +140,11 @@ class Stats:
             "max_in_window": {
                 "reads": max_in_window(reads, window_s),
                 "writes": max_in_window(writes, window_s),
+                "all": max_in_window(reads + writes, window_s),
             },
         }
+
+
+def _span(times: Sequence[float]) -> float:
+    """Seconds from the first served request to the last (0 with fewer than two)."""
+    return max(times) - min(times) if len(times) > 1 else 0.0
