@@ -31,7 +31,7 @@ def send_alert(text: str, *, settings: Settings | None = None) -> bool:
     try:
         with urllib.request.urlopen(request, timeout=settings.alert_timeout_s) as response:  # noqa: S310
             response.read()
-    except Exception as exc:  # noqa: BLE001 (alerting must never break the caller)
+    except Exception as exc:
         log.error("alert webhook failed: %s", type(exc).__name__)
         return False
     return True

@@ -117,9 +117,9 @@ class BufferStore:
 
     # -- producers ---------------------------------------------------------------------
 
-    def push(self, targets: Iterable[tuple[BufferKey, str]], answer_ids: Sequence[str]) -> list[
-        Dispatch
-    ]:
+    def push(
+        self, targets: Iterable[tuple[BufferKey, str]], answer_ids: Sequence[str]
+    ) -> list[Dispatch]:
         """Push ids to every (buffer, queue) target in one round trip.
 
         Returns the tasks to send: one per buffer whose live task must be created or
@@ -201,9 +201,9 @@ class BufferStore:
         keys = [key.buf, key.job, key.inflight, key.sheet, BUFFER_INDEX]
         return int(self.scripts.trim(keys=keys, args=args))
 
-    def finish(self, key: BufferKey, token: str, *, countdown_s: float | None = None) -> (
-        Dispatch | None
-    ):
+    def finish(
+        self, key: BufferKey, token: str, *, countdown_s: float | None = None
+    ) -> Dispatch | None:
         """End a run. Returns the next task to send, or None (done, or fenced)."""
         forced = -1 if countdown_s is None else max(0, int(countdown_s * 1000))
         result = self.scripts.finish(
@@ -266,7 +266,7 @@ class BufferStore:
 
     def remember_sheet(self, key: BufferKey, **fields: str | int) -> None:
         pipe = self.redis.pipeline(transaction=True)
-        pipe.hset(key.sheet, mapping=fields)
+        pipe.hset(key.sheet, mapping={name: str(value) for name, value in fields.items()})
         pipe.expire(key.sheet, self._ttl)
         pipe.execute()
 
@@ -274,11 +274,9 @@ class BufferStore:
         self.redis.hdel(key.sheet, *fields)
 
     def job_state(self, key: BufferKey) -> dict[str, str]:
-        return {
-            str(_text(k)): str(_text(v)) for k, v in self.redis.hgetall(key.job).items()
-        }
+        return {str(_text(k)): str(_text(v)) for k, v in self.redis.hgetall(key.job).items()}
 
     def indexed_buffers(self) -> list[tuple[BufferKey, float]]:
         """Every buffer in the index with its oldest-buffered time (ms)."""
-        entries = self.redis.zrange(BUFFER_INDEX, 0, -1, withscores=True)
-        return [(BufferKey.parse(str(_text(base))), score) for base, score in entries]
+        entries: list[tuple[bytes, float]] = self.redis.zrange(BUFFER_INDEX, 0, -1, withscores=True)  # type: ignore[assignment]
+        return [(BufferKey.parse(str(_text(base))), float(score)) for base, score in entries]

@@ -30,8 +30,10 @@ _PRIORITY_PLANS = frozenset({Plan.PRO, Plan.PRO_PLUS, Plan.ENTERPRISE})
 def queue_for_plan(plan: Plan | str | None) -> str:
     """The flush queue of an owner's plan; FREE and unknown plans share the default."""
     try:
-        return QUEUE_PRIORITY if plan is not None and Plan(plan) in _PRIORITY_PLANS else (
-            QUEUE_DEFAULT
+        return (
+            QUEUE_PRIORITY
+            if plan is not None and Plan(plan) in _PRIORITY_PLANS
+            else (QUEUE_DEFAULT)
         )
     except ValueError:
         return QUEUE_DEFAULT
@@ -81,5 +83,5 @@ def send_all(dispatches: list[Dispatch]) -> None:
         if dispatch.superseded:
             try:
                 dispatcher.revoke(dispatch.superseded)
-            except Exception as exc:  # noqa: BLE001 (best effort by design)
+            except Exception as exc:
                 log.info("revoke of %s failed: %s", dispatch.superseded, type(exc).__name__)

@@ -71,7 +71,7 @@ class PermanentError(SheetsError):
     """The target is gone or forbidden (404, 403, unparsable range): retrying will not help."""
 
 
-class RateLimited(SheetSyncError):
+class RateLimited(SheetSyncError):  # noqa: N818 (reads as the condition it is)
     """No rate-limit slot is free; ``retry_after_s`` says when one frees."""
 
     retry_after_s: float

@@ -172,12 +172,16 @@ class _Run:
         in_sheet = {row[0] for row in column if row}
         head = self.p.store.read_batch(self.key, intent.count)
         landed = [answer_id for answer_id in head if answer_id in in_sheet]
-        log.info("flush %s recovered intent: %d of %d ids had landed", self.token,
-                 len(landed), len(head))
+        log.info(
+            "flush %s recovered intent: %d of %d ids had landed", self.token, len(landed), len(head)
+        )
         if landed:
             with self.p.sessions.begin() as session:
                 record_state(
-                    session, landed, self.key.spread_sheet_id, self.key.sheet_id,
+                    session,
+                    landed,
+                    self.key.spread_sheet_id,
+                    self.key.sheet_id,
                     TransactionType.COMPLETED,
                 )
         last_row = after + len(column) if column else None
@@ -235,13 +239,20 @@ class _Run:
     def _settle(self, batch: Batch, *, last_row: int | None) -> None:
         with self.p.sessions.begin() as session:
             record_state(
-                session, batch.appended_ids, self.key.spread_sheet_id, self.key.sheet_id,
+                session,
+                batch.appended_ids,
+                self.key.spread_sheet_id,
+                self.key.sheet_id,
                 TransactionType.COMPLETED,
             )
             for reason, answer_ids in batch.failures_by_reason().items():
                 record_state(
-                    session, answer_ids, self.key.spread_sheet_id, self.key.sheet_id,
-                    TransactionType.FAILED, reason,
+                    session,
+                    answer_ids,
+                    self.key.spread_sheet_id,
+                    self.key.sheet_id,
+                    TransactionType.FAILED,
+                    reason,
                 )
         self.outcome.failed += len(batch.failed)
         self._trim(len(batch.consumed), last_row)

@@ -93,9 +93,7 @@ class BufferKey:
         match = _BASE.fullmatch(base)
         if match is None:
             raise ValidationError(f"not a buffer key: {base[:200]!r}")
-        return cls(
-            match["user"], match["submission"], match["spreadsheet"], int(match["sheet"])
-        )
+        return cls(match["user"], match["submission"], match["spreadsheet"], int(match["sheet"]))
 
 
 def rate_account_key(google_account_id: str) -> str:

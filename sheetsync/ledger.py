@@ -29,14 +29,14 @@ def states(
 ) -> dict[str, TransactionType]:
     """The ledger state of each id for one sheet (ids with no row are absent)."""
     result: dict[str, TransactionType] = {}
-    table = SheetTransaction.__table__
+    tx = SheetTransaction
     for start in range(0, len(answer_ids), UPSERT_CHUNK):
         chunk = answer_ids[start : start + UPSERT_CHUNK]
         rows = session.execute(
-            select(table.c.submission_answer_id, table.c.type).where(
-                table.c.spread_sheet_id == spread_sheet_id,
-                table.c.sheet_id == sheet_id,
-                table.c.submission_answer_id.in_(chunk),
+            select(tx.submission_answer_id, tx.type).where(
+                tx.spread_sheet_id == spread_sheet_id,
+                tx.sheet_id == sheet_id,
+                tx.submission_answer_id.in_(chunk),
             )
         )
         for answer_id, state in rows:
@@ -78,7 +78,6 @@ def record_many(
     if not errors_by_id:
         return
     now = now or utcnow()
-    table = SheetTransaction.__table__
     insert = postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
     items = list(errors_by_id.items())
     for start in range(0, len(items), UPSERT_CHUNK):
@@ -93,7 +92,7 @@ def record_many(
             }
             for answer_id, error in items[start : start + UPSERT_CHUNK]
         ]
-        statement = insert(table).values(values)
+        statement = insert(SheetTransaction).values(values)
         statement = statement.on_conflict_do_update(
             index_elements=["submission_answer_id", "spread_sheet_id", "sheet_id"],
             set_={

@@ -57,8 +57,12 @@ def sweep(pipeline: Pipeline) -> list[Dispatch]:
             continue
         dispatch = store.sweep(key, QUEUE_DEFAULT)  # re-checks atomically
         if dispatch is not None:
-            log.warning("sweeper re-dispatches %s (was %s, %d ids)", key.base,
-                        (state or b"no job").decode(), length)
+            log.warning(
+                "sweeper re-dispatches %s (was %s, %d ids)",
+                key.base,
+                (state or b"no job").decode(),
+                length,
+            )
             dispatches.append(dispatch)
     send_all(dispatches)
     return dispatches

@@ -59,8 +59,9 @@ class ReplayResult:
     retry_in_s: float | None = None
 
 
-def claim_due(pipeline: Pipeline, *, ids: Sequence[int] | None = None,
-              limit: int = DEFAULT_DISPATCH_LIMIT) -> list[int]:
+def claim_due(
+    pipeline: Pipeline, *, ids: Sequence[int] | None = None, limit: int = DEFAULT_DISPATCH_LIMIT
+) -> list[int]:
     """Mark due PENDING (and stale REPLAYING) entries REPLAYING; return their ids."""
     now = utcnow()
     stale = now - timedelta(seconds=DEFAULT_REPLAY_STALE_S)
@@ -98,8 +99,13 @@ def dispatch_due(pipeline: Pipeline) -> int:
     return len(claimed)
 
 
-def make_due(pipeline: Pipeline, *, ids: Sequence[int] | None = None,
-             user_id: str | None = None, include_failed: bool = False) -> list[int]:
+def make_due(
+    pipeline: Pipeline,
+    *,
+    ids: Sequence[int] | None = None,
+    user_id: str | None = None,
+    include_failed: bool = False,
+) -> list[int]:
     """Set entries due now (PENDING); FAILED ones too when asked. Returns their ids."""
     statuses = [DeadLetterStatus.PENDING]
     if include_failed:
@@ -141,8 +147,10 @@ def replay(pipeline: Pipeline, entry_id: int, *, progress: Progress | None = Non
         answer_ids = list(entry.answer_ids)
         credential = session.get(GoogleCredential, entry.user_id)
         credential_ok = credential is not None and credential.status is CredentialStatus.VALID
-        account = credential.google_account_id if credential else ""
-        refresh_token = crypto.decrypt(credential.refresh_token) if credential_ok else ""
+        account, refresh_token = "", ""
+        if credential is not None and credential_ok:
+            account = credential.google_account_id
+            refresh_token = crypto.decrypt(credential.refresh_token)
     try:
         if not credential_ok:
             raise CredentialError(f"owner {entry.user_id}'s credential is not valid")
@@ -157,8 +165,10 @@ def replay(pipeline: Pipeline, entry_id: int, *, progress: Progress | None = Non
         _reschedule(pipeline, entry_id, str(exc), pipeline.settings.dlq_delay_s)
         with pipeline.sessions.begin() as session:
             mark_credential(session, key.user_id, CredentialStatus.INVALID)
-        send_alert(f"dead letter {entry_id} (owner {key.user_id}): credential still failing; "
-                   f"next try in {pipeline.settings.dlq_delay_s / 86400:.0f} days")
+        send_alert(
+            f"dead letter {entry_id} (owner {key.user_id}): credential still failing; "
+            f"next try in {pipeline.settings.dlq_delay_s / 86400:.0f} days"
+        )
         return ReplayResult(f"entry {entry_id}: credential failed again")
     except PermanentError as exc:
         _fail(pipeline, entry_id, key, str(exc))
@@ -190,10 +200,16 @@ class _Replayer:
         with self.p.sessions.begin() as session:
             states = ledger.states(session, answer_ids, self.key.spread_sheet_id, self.key.sheet_id)
             landed = [i for i in answer_ids if i in in_sheet]
-            ledger.record(session, landed, self.key.spread_sheet_id, self.key.sheet_id,
-                          TransactionType.COMPLETED)
+            ledger.record(
+                session,
+                landed,
+                self.key.spread_sheet_id,
+                self.key.sheet_id,
+                TransactionType.COMPLETED,
+            )
         todo = [
-            i for i in dict.fromkeys(answer_ids)
+            i
+            for i in dict.fromkeys(answer_ids)
             if i not in in_sheet and states.get(i) is not TransactionType.COMPLETED
         ]
         header_needed = not column or not column[0]
@@ -204,7 +220,8 @@ class _Replayer:
         while todo:
             with self.p.sessions() as session:
                 batch = builder.build(
-                    session, todo[: self.p.settings.batch_size],
+                    session,
+                    todo[: self.p.settings.batch_size],
                     skip=frozenset({TransactionType.COMPLETED}),
                 )
             batch = batch.cut(self.p.settings.request_bytes_max, header=header_needed)
@@ -213,16 +230,30 @@ class _Replayer:
                 self.client.append_rows(self.key.spread_sheet_id, f"{quoted}!A1", rows)
                 header_needed = False
             with self.p.sessions.begin() as session:
-                ledger.record(session, batch.appended_ids, self.key.spread_sheet_id,
-                              self.key.sheet_id, TransactionType.COMPLETED)
+                ledger.record(
+                    session,
+                    batch.appended_ids,
+                    self.key.spread_sheet_id,
+                    self.key.sheet_id,
+                    TransactionType.COMPLETED,
+                )
                 for reason, failed in batch.failures_by_reason().items():
-                    ledger.record(session, failed, self.key.spread_sheet_id, self.key.sheet_id,
-                                  TransactionType.FAILED, reason)
-                session.execute(update(DeadLetter).where(DeadLetter.id == self.entry_id)
-                                .values(updated_at=utcnow()))
+                    ledger.record(
+                        session,
+                        failed,
+                        self.key.spread_sheet_id,
+                        self.key.sheet_id,
+                        TransactionType.FAILED,
+                        reason,
+                    )
+                session.execute(
+                    update(DeadLetter)
+                    .where(DeadLetter.id == self.entry_id)
+                    .values(updated_at=utcnow())
+                )
             appended += len(batch.rows)
             done += len(batch.consumed)
-            todo = todo[len(batch.consumed):]
+            todo = todo[len(batch.consumed) :]
             if progress:
                 progress(done, len(answer_ids))
         return appended
@@ -233,16 +264,20 @@ class _Replayer:
             return cached
         title = self.client.sheet_titles(self.key.spread_sheet_id).get(self.key.sheet_id)
         if title is None:
-            raise PermanentError(f"sheet gid {self.key.sheet_id} not found in spreadsheet "
-                                 f"{self.key.spread_sheet_id}", status=400)
+            raise PermanentError(
+                f"sheet gid {self.key.sheet_id} not found in spreadsheet "
+                f"{self.key.spread_sheet_id}",
+                status=400,
+            )
         self.p.store.remember_sheet(self.key, title=title)
         return title
 
 
 def _touch(pipeline: Pipeline, entry_id: int) -> None:
     with pipeline.sessions.begin() as session:
-        session.execute(update(DeadLetter).where(DeadLetter.id == entry_id)
-                        .values(updated_at=utcnow()))
+        session.execute(
+            update(DeadLetter).where(DeadLetter.id == entry_id).values(updated_at=utcnow())
+        )
 
 
 def _reschedule(pipeline: Pipeline, entry_id: int, error: str, delay_s: float) -> None:
@@ -268,12 +303,20 @@ def _fail(pipeline: Pipeline, entry_id: int, key: BufferKey, error: str) -> None
             return
         states = ledger.states(session, entry.answer_ids, key.spread_sheet_id, key.sheet_id)
         open_ids = [i for i in entry.answer_ids if states.get(i) is not TransactionType.COMPLETED]
-        ledger.record(session, open_ids, key.spread_sheet_id, key.sheet_id,
-                      TransactionType.FAILED, error[:500])
+        ledger.record(
+            session,
+            open_ids,
+            key.spread_sheet_id,
+            key.sheet_id,
+            TransactionType.FAILED,
+            error[:500],
+        )
         entry.status = DeadLetterStatus.FAILED
         entry.reason = DeadLetterReason.PERMANENT
         entry.attempts += 1
         entry.error_message = error[:500]
         entry.updated_at = utcnow()
-    send_alert(f"dead letter {entry_id} (form {key.submission_id}, spreadsheet "
-               f"{key.spread_sheet_id} gid {key.sheet_id}) failed permanently: {error}")
+    send_alert(
+        f"dead letter {entry_id} (form {key.submission_id}, spreadsheet "
+        f"{key.spread_sheet_id} gid {key.sheet_id}) failed permanently: {error}"
+    )

@@ -31,6 +31,7 @@ import pytest
 import redis
 from celery.contrib.testing.worker import start_worker
 from sqlalchemy import Engine
+from world import World
 
 from sheetsync.crypto import reset_keyring
 from sheetsync.dispatch import QUEUES
@@ -38,7 +39,6 @@ from sheetsync.emulator import EmulatorServer
 from sheetsync.emulator.admin import EmulatorAdmin
 from sheetsync.pipeline import Pipeline, get_pipeline, reset_pipeline
 from sheetsync.settings import get_settings, reset_settings
-from world import World
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_TEST_REDIS_URL = "redis://127.0.0.1:6379/15"
@@ -215,7 +215,9 @@ class WorkerProcesses:
 
     def kill_children(self, proc: subprocess.Popen[bytes]) -> None:
         """SIGKILL the pool processes of one worker (the task runs in a child)."""
-        out = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True)
+        out = subprocess.run(
+            ["pgrep", "-P", str(proc.pid)], capture_output=True, text=True, check=False
+        )
         for pid in out.stdout.split():
             with suppress(ProcessLookupError):
                 os.kill(int(pid), signal.SIGKILL)
@@ -270,7 +272,7 @@ class AlertSink:
         self.received = received
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+            def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", 0))
                 received.append(json.loads(self.rfile.read(length)))
                 self.send_response(200)

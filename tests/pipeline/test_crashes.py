@@ -131,9 +131,9 @@ def test_worker_killed_mid_flush(world, pipeline_env, worker_processes, admin):
 
 
 def test_redis_loss_is_repaired_by_the_reconciler(world, pipeline_env, admin):
-    import tasks
     from celery.contrib.testing.worker import start_worker
 
+    import tasks
     from sheetsync.dispatch import QUEUES
     from sheetsync.pipeline import get_pipeline
 

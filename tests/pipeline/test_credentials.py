@@ -32,9 +32,9 @@ def sheetsync(env, *args):
 
 @pytest.mark.slow
 def test_revoked_mid_burst_then_reconnect_and_replay(world, pipeline_env, alerts, admin):
-    import tasks
     from celery.contrib.testing.worker import start_worker
 
+    import tasks
     from sheetsync.dispatch import QUEUES
 
     env = pipeline_env(flush_threshold=100, batch_size=100)
@@ -54,11 +54,14 @@ def test_revoked_mid_burst_then_reconnect_and_replay(world, pipeline_env, alerts
 
         def settled() -> bool:
             with pipeline.sessions() as session:
-                return not session.scalar(
-                    select(SheetTransaction.id)
-                    .where(SheetTransaction.type == TransactionType.ENQUEUED)
-                    .limit(1)
-                ) and not world.leftover_keys()
+                return (
+                    not session.scalar(
+                        select(SheetTransaction.id)
+                        .where(SheetTransaction.type == TransactionType.ENQUEUED)
+                        .limit(1)
+                    )
+                    and not world.leftover_keys()
+                )
 
         wait_until(settled, timeout=120, interval=0.25)
         landed = world.ids_in(sheet)

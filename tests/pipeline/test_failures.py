@@ -23,9 +23,9 @@ from sheetsync.models import DeadLetterReason, DeadLetterStatus
 def test_transient_faults_recover_through_retries(
     world, pipeline_env, admin, fault, count, options
 ):
-    import tasks
     from celery.contrib.testing.worker import start_worker
 
+    import tasks
     from sheetsync.dispatch import QUEUES
 
     pipeline_env(google_timeout_s=1)
@@ -51,7 +51,7 @@ def test_six_failures_in_a_row_become_a_transient_exhausted_dead_letter(
     admin.add_fault("values.append", 6, "error", status=503)
     for answer_id in ids:
         emit_answer_submitted(answer_id)
-    wait_until(lambda: world.dead_letters(), timeout=30)
+    wait_until(world.dead_letters, timeout=30)
     wait_until(lambda: not world.leftover_keys())
     [entry] = world.dead_letters()
     assert entry.reason is DeadLetterReason.TRANSIENT_EXHAUSTED

@@ -67,9 +67,9 @@ def test_second_emit_inside_the_window_joins_the_same_flush(world, worker, admin
 
 
 def test_promotion_at_threshold_replaces_the_delayed_task(world, pipeline_env, admin, task_log):
-    import tasks
     from celery.contrib.testing.worker import start_worker
 
+    import tasks
     from sheetsync.dispatch import QUEUES
     from sheetsync.flush import flush
     from sheetsync.keys import BufferKey

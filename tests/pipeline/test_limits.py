@@ -21,9 +21,7 @@ ACCOUNTS = 3
 
 
 @pytest.mark.slow
-def test_four_workers_never_exceed_the_quotas_and_use_most_of_them(
-    world, worker_processes, admin
-):
+def test_four_workers_never_exceed_the_quotas_and_use_most_of_them(world, worker_processes, admin):
     workers = worker_processes(
         rate_window_s=WINDOW_S,
         rate_margin_s=MARGIN_S,
@@ -76,7 +74,9 @@ def test_four_workers_never_exceed_the_quotas_and_use_most_of_them(
     # over the span from the first request to the last, as the emulator saw them.
     span = stats["served_span_s"]
     achieved = (requests - PER_PROJECT) / span * WINDOW_S
-    print(f"{requests} requests in {span:.1f}s (test {elapsed:.1f}s): "
-          f"{achieved:.1f} per window of {PER_PROJECT}")
+    print(
+        f"{requests} requests in {span:.1f}s (test {elapsed:.1f}s): "
+        f"{achieved:.1f} per window of {PER_PROJECT}"
+    )
     assert requests == 3 * BUFFERS, stats["requests"]
     assert achieved >= 0.9 * PER_PROJECT, f"achieved {achieved:.1f} of {PER_PROJECT} per window"
