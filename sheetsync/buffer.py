@@ -94,6 +94,10 @@ def _text(value: bytes | str | None) -> str | None:
     return value.decode() if isinstance(value, bytes) else value
 
 
+def _enqueue_keys(key: BufferKey) -> list[str]:
+    return [key.buf, key.job, key.sheet, BUFFER_INDEX]
+
+
 def _dispatch(result: Sequence[Any], countdown_index: int, queue_index: int) -> Dispatch:
     superseded = _text(result[3]) if len(result) > 3 else None
     return Dispatch(
@@ -130,33 +134,47 @@ class BufferStore:
         if not ids or not targets:
             return []
         now = now_ms()
-        if len(targets) == 1 and len(ids) <= PUSH_CHUNK:
-            key, queue = targets[0]
-            results = [self._enqueue(key, queue, ids, now, client=None)]
+        calls = [
+            (key, self._enqueue_args(key, queue, ids[start : start + PUSH_CHUNK], now))
+            for key, queue in targets
+            for start in range(0, len(ids), PUSH_CHUNK)
+        ]
+        if len(calls) == 1:
+            key, args = calls[0]
+            results = [self.scripts.enqueue(keys=_enqueue_keys(key), args=args)]
         else:
-            pipe = self.redis.pipeline(transaction=False)
-            for key, queue in targets:
-                for start in range(0, len(ids), PUSH_CHUNK):
-                    self._enqueue(key, queue, ids[start : start + PUSH_CHUNK], now, client=pipe)
-            results = pipe.execute()
+            results = self._enqueue_pipelined(calls)
         return [_dispatch(result, 1, 2) for result in results if result]
 
-    def _enqueue(
-        self, key: BufferKey, queue: str, ids: Sequence[str], now: int, client: Any
-    ) -> Any:
-        return self.scripts.enqueue(
-            keys=[key.buf, key.job, key.sheet, BUFFER_INDEX],
-            args=[
-                key.base,
-                now,
-                self._delay_ms,
-                self.settings.flush_threshold,
-                queue,
-                self._ttl,
-                *ids,
-            ],
-            client=client,
-        )
+    def _enqueue_pipelined(self, calls: list[tuple[BufferKey, list[Any]]]) -> list[Any]:
+        # EVALSHA straight into the pipeline: redis-py's Script objects would add a
+        # SCRIPT EXISTS round trip before every pipelined call.
+        sha = self.scripts.enqueue.sha
+        for attempt in range(2):
+            pipe = self.redis.pipeline(transaction=False)
+            for key, args in calls:
+                keys = _enqueue_keys(key)
+                pipe.evalsha(sha, len(keys), *keys, *args)
+            try:
+                return list(pipe.execute())
+            except redis.exceptions.NoScriptError:
+                if attempt:
+                    raise
+                # Redis restarted or flushed its scripts. Nothing ran: the error came
+                # back before any call of this pipeline executed.
+                sha = self.redis.script_load(load_script_source("enqueue"))
+        raise AssertionError("unreachable")
+
+    def _enqueue_args(self, key: BufferKey, queue: str, ids: Sequence[str], now: int) -> list[Any]:
+        return [
+            key.base,
+            now,
+            self._delay_ms,
+            self.settings.flush_threshold,
+            queue,
+            self._ttl,
+            *ids,
+        ]
 
     # -- one run ------------------------------------------------------------------------
 

@@ -5,6 +5,13 @@
 -- ARGV[7..] = answer ids
 -- Returns {} when the live task already covers the ids, else
 -- {token, countdown (ms), queue, superseded token or ""}: the caller sends the token.
+
+-- Redis's clock in microseconds: no two scripts ever see the same value.
+local function clock_us()
+  local time = redis.call('TIME')
+  return tonumber(time[1]) * 1000000 + tonumber(time[2])
+end
+
 local base, now = ARGV[1], tonumber(ARGV[2])
 local delay, threshold = tonumber(ARGV[3]), tonumber(ARGV[4])
 
@@ -22,7 +29,7 @@ end
 
 -- Tokens are task ids and must never repeat (a revoked id poisons reuse), even after
 -- the job is gone or Redis lost its data: take the larger of seq+1 and the clock.
-local seq = math.max(tonumber(redis.call('HGET', KEYS[3], 'seq') or '0') + 1, now)
+local seq = math.max(tonumber(redis.call('HGET', KEYS[3], 'seq') or '0') + 1, clock_us())
 redis.call('HSET', KEYS[3], 'seq', string.format('%d', seq))
 redis.call('EXPIRE', KEYS[3], tonumber(ARGV[6]))
 local token = base .. '#' .. string.format('%d', seq)

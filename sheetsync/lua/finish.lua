@@ -5,6 +5,13 @@
 -- ARGV[7] = forced countdown (ms) when rescheduling on purpose (rate limit), else -1
 -- Returns {} when this run no longer held the buffer, {"done"} when the job is gone,
 -- or {"again", token, countdown (ms), queue}: the caller sends the new token.
+
+-- Redis's clock in microseconds: no two scripts ever see the same value.
+local function clock_us()
+  local time = redis.call('TIME')
+  return tonumber(time[1]) * 1000000 + tonumber(time[2])
+end
+
 local job = redis.call('HMGET', KEYS[2], 'token', 'state', 'queue')
 if job[1] ~= ARGV[1] or job[2] ~= 'running' then
   return {}
@@ -24,7 +31,7 @@ end
 if forced >= 0 then
   countdown = forced
 end
-local seq = math.max(tonumber(redis.call('HGET', KEYS[3], 'seq') or '0') + 1, now)
+local seq = math.max(tonumber(redis.call('HGET', KEYS[3], 'seq') or '0') + 1, clock_us())
 redis.call('HSET', KEYS[3], 'seq', string.format('%d', seq))
 redis.call('EXPIRE', KEYS[3], tonumber(ARGV[6]))
 local token = ARGV[5] .. '#' .. string.format('%d', seq)

@@ -5,6 +5,13 @@
 -- ARGV[1] = buffer base, ARGV[2] = now (ms), ARGV[3] = grace past due (ms),
 -- ARGV[4] = queue for a job that has none, ARGV[5] = sheet cache ttl (s)
 -- Returns {} when nothing needed doing, else {token, queue, replaced token or ""}.
+
+-- Redis's clock in microseconds: no two scripts ever see the same value.
+local function clock_us()
+  local time = redis.call('TIME')
+  return tonumber(time[1]) * 1000000 + tonumber(time[2])
+end
+
 local base, now = ARGV[1], tonumber(ARGV[2])
 local job = redis.call('HMGET', KEYS[2], 'state', 'token', 'due_at', 'lease_until', 'queue')
 local state, old_token, queue = job[1], job[2], job[5]
@@ -25,7 +32,7 @@ elseif state == 'running' then
   end
 end
 
-local seq = math.max(tonumber(redis.call('HGET', KEYS[3], 'seq') or '0') + 1, now)
+local seq = math.max(tonumber(redis.call('HGET', KEYS[3], 'seq') or '0') + 1, clock_us())
 redis.call('HSET', KEYS[3], 'seq', string.format('%d', seq))
 redis.call('EXPIRE', KEYS[3], tonumber(ARGV[5]))
 local token = base .. '#' .. string.format('%d', seq)
