@@ -21,6 +21,7 @@ from sheetsync.alerts import send_alert
 from sheetsync.batches import Batch, BatchBuilder
 from sheetsync.buffer import Dispatch
 from sheetsync.errors import (
+    ConfigError,
     CredentialError,
     PermanentError,
     RateLimited,
@@ -109,6 +110,11 @@ class _Run:
             return self._transient(exc)
         except OperationalError as exc:
             return self._transient(TransientError(f"database unavailable: {type(exc).__name__}"))
+        except ConfigError as exc:
+            # Retried like a transient failure: it ends in a dead letter and an alert
+            # that names the setting, and nothing is lost once it is fixed.
+            log.error("flush %s: %s", self.token, exc)
+            return self._transient(TransientError(str(exc)))
         return self._finish()
 
     # -- setup -----------------------------------------------------------------------------

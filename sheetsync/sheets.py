@@ -28,7 +28,13 @@ import urllib3.exceptions
 from googleapiclient.discovery import Resource, build
 from googleapiclient.errors import HttpError
 
-from sheetsync.errors import CredentialError, PermanentError, SheetsError, TransientError
+from sheetsync.errors import (
+    ConfigError,
+    CredentialError,
+    PermanentError,
+    SheetsError,
+    TransientError,
+)
 from sheetsync.settings import Settings, get_settings
 from sheetsync.transport import SingleShotHttp
 
@@ -135,6 +141,11 @@ class SheetsClient:
         acquire: Acquire = _no_limit,
     ) -> None:
         self.settings = settings or get_settings()
+        if not (self.settings.google_client_id and self.settings.google_client_secret):
+            raise ConfigError(
+                "SHEETSYNC_GOOGLE_CLIENT_ID and SHEETSYNC_GOOGLE_CLIENT_SECRET must be set "
+                "to refresh Google credentials"
+            )
         self._refresh_token = refresh_token
         self._http = _credentials.get(refresh_token, self.settings)
         self._sheets, self._values = _resources(self.settings.google_api_endpoint)

@@ -43,9 +43,9 @@ def test_a_long_countdown_is_refused(pipeline_env):
 def test_rate_limits_retries_and_dead_letters_stay_below_the_visibility_timeout(
     world, pipeline_env, admin, published
 ):
-    import tasks
     from celery.contrib.testing.worker import start_worker
 
+    import tasks
     from sheetsync.dispatch import QUEUES
 
     visibility = 20.0
