@@ -68,7 +68,7 @@ def test_rate_limits_retries_and_dead_letters_stay_below_the_visibility_timeout(
         for answer_id in ids + flaky_ids:
             emit_answer_submitted(answer_id)
         wait_until(lambda: world.ids_in(sheet) == ids, timeout=60)
-        wait_until(lambda: world.dead_letters(), timeout=60)
+        wait_until(world.dead_letters, timeout=60)
         wait_until(lambda: not world.leftover_keys(), timeout=30)
 
     [entry] = world.dead_letters()
