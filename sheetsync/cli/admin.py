@@ -137,10 +137,15 @@ def emulator(
     serve(host, port, **quotas)
 
 
-def demo() -> None:
+def demo(
+    keep: Annotated[
+        bool,
+        typer.Option("--keep", help="Keep everything running until Ctrl-C to browse the sheets."),
+    ] = False,
+) -> None:
     """Run the end-to-end demo against the emulator."""
     run_demo = _optional("sheetsync.demo", "run_demo", "the demo")
-    code = run_demo()
+    code = run_demo(keep=keep)
     if code:
         raise typer.Exit(int(code))
 
