@@ -32,6 +32,9 @@ from sheetsync.cli.status import status
 
 __all__ = ["app", "main"]
 
+#: What Typer returns after Ctrl-C (128 + SIGINT), as shells do.
+EXIT_INTERRUPTED = 130
+
 app = typer.Typer(
     name="sheetsync",
     help="Stream form answers into Google Sheets: operate buffers, dead letters and tools.",
@@ -104,6 +107,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     except Exception as exc:  # every failure becomes one line
         return report(exc)
+    if result == EXIT_INTERRUPTED:
+        error_line("interrupted")
     return result if isinstance(result, int) else EXIT_OK
 
 

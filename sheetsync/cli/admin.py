@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import re
+import sys
 from typing import Annotated, Any
 
 import typer
@@ -129,12 +131,30 @@ def emulator(
     }
     if quotas and not _accepts(serve, quotas):
         fail("this emulator does not take quota options; run it without them")
-    base = f"http://{host}:{port}"
-    hint(
-        f"point sheetsync at it: SHEETSYNC_GOOGLE_API_ENDPOINT={base} "
-        f"SHEETSYNC_GOOGLE_TOKEN_URI={base}/token"
-    )
-    serve(host, port, **quotas)
+    options: dict[str, Any] = dict(quotas)
+    if _accepts(serve, {"announce": None}):
+        options["announce"] = _Announcer()
+    serve(host, port, **options)
+
+
+class _Announcer:
+    """Prints the emulator's start-up lines, then the settings that point sheetsync at it
+    (once the port is bound, so ``--port 0`` shows the real one)."""
+
+    def __init__(self) -> None:
+        self.told = False
+
+    def __call__(self, line: str) -> None:
+        out.print(line, markup=False)
+        found = re.search(r"https?://\S+", line)
+        if found and not self.told:
+            self.told = True
+            url = found.group(0).rstrip("/")
+            hint(
+                f"point sheetsync at it: SHEETSYNC_GOOGLE_API_ENDPOINT={url} "
+                f"SHEETSYNC_GOOGLE_TOKEN_URI={url}/token"
+            )
+        sys.stdout.flush()
 
 
 def demo(

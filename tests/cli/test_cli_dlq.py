@@ -208,3 +208,21 @@ def test_replay_all(cli: Cli) -> None:
         or f"sent 2 replay tasks to the workers: {second}, {first}" in result.stdout
     )
     assert cli.redis.llen("sheetsync_scheduled") == 2
+
+
+def test_replay_with_the_broker_down_gives_the_entries_back(cli: Cli) -> None:
+    entry_id = cli.add_dead_letter()
+    broker = {"SHEETSYNC_BROKER_URL": "redis://:hunter2@127.0.0.1:1/0"}
+
+    result = cli("dlq", "replay", str(entry_id), env=broker)
+
+    assert result.code == 1
+    assert len(result.error_lines) == 1, result.stderr
+    assert result.stderr.startswith(
+        "error: cannot reach the Celery broker at redis://:***@127.0.0.1:1/0"
+    ), result.stderr
+    assert "hunter2" not in result.stderr
+    # Claimed but never sent: PENDING again and due now, for the next try or the beat.
+    entry = cli.entry(entry_id)
+    assert entry.status is DeadLetterStatus.PENDING
+    assert entry.next_attempt_at <= utcnow()
