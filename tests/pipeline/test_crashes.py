@@ -156,3 +156,29 @@ def test_redis_loss_is_repaired_by_the_reconciler(world, pipeline_env, admin):
             wait_until(lambda sheet=sheet: world.ids_in(sheet) == ids)
         wait_until(lambda: not world.leftover_keys())
     assert world.ledger_counts() == {"COMPLETED": 100}
+
+
+def test_reconciler_restores_ids_lost_from_a_busy_buffer(world, pipeline_env, admin):
+    import tasks
+    from celery.contrib.testing.worker import start_worker
+
+    from sheetsync.dispatch import QUEUES
+    from sheetsync.pipeline import get_pipeline
+
+    pipeline_env(flush_delay_s=1)
+    pipeline = get_pipeline()
+    form = world.form()
+    sheet = world.sheet(form)
+    ids = world.answers(form, 10)
+    for answer_id in ids:
+        emit_answer_submitted(answer_id)
+    key = BufferKey(form.owner_id, form.submission_id, sheet.spreadsheet_id, sheet.gid)
+    for lost in ids[2:5]:
+        pipeline.redis.lrem(key.buf, 0, lost)
+
+    report = repair.reconcile(pipeline)
+    assert report.answers == 3  # only the lost ones, though the buffer is busy
+    with start_worker(tasks.app, pool="solo", perform_ping_check=False, queues=list(QUEUES)):
+        wait_until(lambda: sorted(world.ids_in(sheet)) == sorted(ids))
+        wait_until(lambda: not world.leftover_keys())
+    assert world.ledger_counts() == {"COMPLETED": 10}
