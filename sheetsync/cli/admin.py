@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from sheetsync.cli.output import EXIT_ERROR, fail, hint, mask_url, out
-from sheetsync.cli.runtime import load_settings, open_pipeline
+from sheetsync.cli.runtime import load_settings, open_database, open_pipeline
 
 #: Where the emulator listens unless told otherwise (SPEC 4.2).
 DEFAULT_EMULATOR_HOST = "127.0.0.1"
@@ -76,10 +76,10 @@ def pii_rotate(
     """
     from sheetsync.crypto import default_keyring, reset_keyring, rotate_pii
 
-    with open_pipeline() as pipeline:
+    with open_database() as sessions:
         reset_keyring()
         keyring = default_keyring()
-        with pipeline.sessions() as session:
+        with sessions() as session:
             result = rotate_pii(
                 session, keyring=keyring, batch_size=batch_size, commit_each_batch=True
             )

@@ -116,9 +116,11 @@ def _render_limiter(limiter: dict[str, Any]) -> None:
     grid = table("window", "used", "limit", right=("used", "limit"))
     project = limiter["project"]
     grid.add_row("project", str(project["used"]), str(project["limit"]))
-    for item in limiter["accounts"]:
+    # Idle accounts stay out of the table (a busy service has thousands); --json has all.
+    busy = [item for item in limiter["accounts"] if item["used"]]
+    for item in sorted(busy, key=lambda item: -item["used"]):
         grid.add_row(f"account {item['account']}", str(item["used"]), str(item["limit"]))
     out.print(grid)
-    idle = limiter["accounts_checked"] - len(limiter["accounts"])
+    idle = len(limiter["accounts"]) - len(busy)
     if idle:
         hint(f"{idle} accounts with no requests in the window not shown")

@@ -133,12 +133,9 @@ def collect_limiter(pipeline: Pipeline) -> dict[str, Any]:
     return {
         "window_s": pipeline.settings.rate_window_s,
         "project": {"used": project.used, "limit": project.limit},
-        "accounts_checked": len(accounts),
-        # Idle accounts are left out: a busy service has many thousands.
         "accounts": [
             {"account": account, "used": count, "limit": limit}
             for account, count in zip(accounts, used, strict=True)
-            if count
         ],
     }
 

@@ -61,8 +61,10 @@ def test_status_json_shows_buffers_dead_letters_and_limits(cli: Cli) -> None:
 
     limiter = report["limiter"]
     assert limiter["project"] == {"used": 2, "limit": 300}
-    assert limiter["accounts_checked"] == 2
-    assert limiter["accounts"] == [{"account": "acct-1", "used": 2, "limit": 60}]
+    assert limiter["accounts"] == [
+        {"account": "acct-1", "used": 2, "limit": 60},
+        {"account": "acct-idle", "used": 0, "limit": 60},
+    ]
 
 
 def test_status_tables_for_people(cli: Cli) -> None:
