@@ -94,17 +94,13 @@ def _text(value: bytes | str | None) -> str | None:
     return value.decode() if isinstance(value, bytes) else value
 
 
-def _enqueue_keys(key: BufferKey) -> list[str]:
-    return [key.buf, key.job, key.sheet, BUFFER_INDEX]
-
-
-def _dispatch(result: Sequence[Any], countdown_index: int, queue_index: int) -> Dispatch:
-    superseded = _text(result[3]) if len(result) > 3 else None
+def _dispatch(result: Sequence[Any]) -> Dispatch:
+    """A reply of enqueue.lua: {token, countdown (ms), queue, superseded or ""}."""
     return Dispatch(
         token=str(_text(result[0])),
-        queue=str(_text(result[queue_index])),
-        countdown_s=int(result[countdown_index]) / 1000,
-        superseded=superseded or None,
+        queue=str(_text(result[2])),
+        countdown_s=int(result[1]) / 1000,
+        superseded=_text(result[3]) or None,
     )
 
 
@@ -134,47 +130,41 @@ class BufferStore:
         if not ids or not targets:
             return []
         now = now_ms()
-        calls = [
-            (key, self._enqueue_args(key, queue, ids[start : start + PUSH_CHUNK], now))
-            for key, queue in targets
-            for start in range(0, len(ids), PUSH_CHUNK)
-        ]
-        if len(calls) == 1:
-            key, args = calls[0]
-            results = [self.scripts.enqueue(keys=_enqueue_keys(key), args=args)]
+        if len(ids) <= PUSH_CHUNK:
+            replies = [self._call_enqueue(targets, ids, now, client=self.redis)]
         else:
-            results = self._enqueue_pipelined(calls)
-        return [_dispatch(result, 1, 2) for result in results if result]
-
-    def _enqueue_pipelined(self, calls: list[tuple[BufferKey, list[Any]]]) -> list[Any]:
-        # EVALSHA straight into the pipeline: redis-py's Script objects would add a
-        # SCRIPT EXISTS round trip before every pipelined call.
-        sha = self.scripts.enqueue.sha
-        for attempt in range(2):
             pipe = self.redis.pipeline(transaction=False)
-            for key, args in calls:
-                keys = _enqueue_keys(key)
-                pipe.evalsha(sha, len(keys), *keys, *args)
-            try:
-                return list(pipe.execute())
-            except redis.exceptions.NoScriptError:
-                if attempt:
-                    raise
-                # Redis restarted or flushed its scripts. Nothing ran: the error came
-                # back before any call of this pipeline executed.
-                sha = self.redis.script_load(load_script_source("enqueue"))
-        raise AssertionError("unreachable")
+            for start in range(0, len(ids), PUSH_CHUNK):
+                self._call_enqueue(targets, ids[start : start + PUSH_CHUNK], now, client=pipe)
+            replies = self._execute_loading_scripts(pipe)
+        return [_dispatch(entry) for reply in replies for entry in reply if entry]
 
-    def _enqueue_args(self, key: BufferKey, queue: str, ids: Sequence[str], now: int) -> list[Any]:
-        return [
-            key.base,
-            now,
-            self._delay_ms,
-            self.settings.flush_threshold,
-            queue,
-            self._ttl,
-            *ids,
-        ]
+    def _call_enqueue(
+        self, targets: list[tuple[BufferKey, str]], ids: Sequence[str], now: int, client: Any
+    ) -> Any:
+        keys: list[str] = [BUFFER_INDEX]
+        args: list[Any] = [now, self._delay_ms, self.settings.flush_threshold, self._ttl]
+        args.append(len(targets))
+        for key, queue in targets:
+            keys += (key.buf, key.job, key.sheet)
+            args += (key.base, queue)
+        args += ids
+        # EVALSHA directly: redis-py's Script objects add a SCRIPT EXISTS round trip
+        # inside pipelines, and Python overhead on the emit path.
+        try:
+            return client.evalsha(self.scripts.enqueue.sha, len(keys), *keys, *args)
+        except redis.exceptions.NoScriptError:
+            self.redis.script_load(load_script_source("enqueue"))
+            return client.evalsha(self.scripts.enqueue.sha, len(keys), *keys, *args)
+
+    def _execute_loading_scripts(self, pipe: Any) -> list[Any]:
+        try:
+            return list(pipe.execute())
+        except redis.exceptions.NoScriptError:
+            # Redis restarted or flushed its scripts. Nothing ran: NOSCRIPT comes back
+            # for every call of the pipeline before any of them executes.
+            self.redis.script_load(load_script_source("enqueue"))
+            return list(pipe.execute())
 
     # -- one run ------------------------------------------------------------------------
 
