@@ -9,7 +9,9 @@ Portability choices, so one schema runs on SQLite and PostgreSQL:
 - Enums are stored as their names in ``VARCHAR(32)`` (``native_enum=False``): no
   ``CREATE TYPE`` to migrate when a value is added, and rows stay readable in psql.
 - Timestamps are :class:`UtcDateTime`: aware in, aware (UTC) out, on both databases.
-- JSON is ``JSONB`` on PostgreSQL and ``JSON`` (text) elsewhere.
+- An answer's items are ``json`` (text, stored verbatim) on PostgreSQL: a flush
+  reads thousands at a time, and ``jsonb`` would have the server re-serialize each one
+  to text on every read. Other JSON is ``jsonb`` on PostgreSQL; SQLite has only text.
 
 ``SheetTransaction`` and ``DeadLetter`` carry no foreign keys on purpose: they are an
 operational log that must be able to record an answer that was deleted meanwhile.
@@ -89,6 +91,11 @@ class UtcDateTime(TypeDecorator[datetime]):
 
 #: JSONB on PostgreSQL (indexable, compact), plain JSON text elsewhere.
 JsonType = JSON().with_variant(JSONB(), "postgresql")
+#: JSON text on every backend (``json``, not ``jsonb``, on PostgreSQL): for data read
+#: in bulk and never queried into. The server hands it out as stored, where ``jsonb``
+#: must be converted back to text for every row read (about a fifth of hydrating a
+#: batch). No equality operator, no GIN index: compare or search it in Python.
+JsonTextType = JSON()
 #: 64-bit surrogate keys, but ``INTEGER`` on SQLite, where only that aliases the rowid.
 BigIntId = BigInteger().with_variant(Integer(), "sqlite")
 
@@ -237,7 +244,7 @@ class SubmissionAnswer(Base):
     )
     user_name: Mapped[str | None] = mapped_column(Text)
     submitted_at: Mapped[datetime] = mapped_column(default=utcnow)
-    answer: Mapped[list[dict[str, Any]]] = mapped_column(JsonType, default=list)
+    answer: Mapped[list[dict[str, Any]]] = mapped_column(JsonTextType, default=list)
 
     # No reverse collection: a form can have millions of answers.
     submission: Mapped[Submission] = relationship()

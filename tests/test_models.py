@@ -10,6 +10,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from factories import seed_answers, seed_form
 from sqlalchemy import Column, Engine, Integer, MetaData, inspect, select, text
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.exc import IntegrityError, StatementError
 from sqlalchemy.orm import Session
 
@@ -78,6 +79,26 @@ def test_autogenerate_comparison_would_catch_drift(engine: Engine) -> None:
     for table in Base.metadata.sorted_tables:
         table.to_metadata(drifted)
     drifted.tables["dead_letter"].append_column(Column("extra", Integer))
+    assert _autogenerate_diff(engine, drifted)
+
+
+def test_answers_are_plain_json_on_postgres(engine: Engine) -> None:
+    """``json`` keeps the text as sent, so reading a batch needs no conversion; the
+    dead-letter id lists stay ``jsonb`` (the CLI counts them with jsonb_array_length)."""
+    if not db.is_postgres(engine):
+        pytest.skip("PostgreSQL only: SQLite stores JSON as text anyway")
+    columns = {
+        (table, column["name"]): str(column["type"])
+        for table in ("submission_answer", "dead_letter")
+        for column in inspect(engine).get_columns(table)
+    }
+    assert columns[("submission_answer", "answer")] == "JSON"
+    assert columns[("dead_letter", "answer_ids")] == "JSONB"
+    # And autogenerate tells the two apart, so the migration cannot drift back unseen.
+    drifted = MetaData(naming_convention=Base.metadata.naming_convention)
+    for table in Base.metadata.sorted_tables:
+        table.to_metadata(drifted)
+    drifted.tables["submission_answer"].c.answer.type = JSONB()
     assert _autogenerate_diff(engine, drifted)
 
 

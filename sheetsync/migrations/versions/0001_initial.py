@@ -25,6 +25,8 @@ depends_on: str | Sequence[str] | None = None
 ID = sa.String(128)
 ENUM = sa.String(32)
 JSON = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
+# Answers stay plain ``json`` on PostgreSQL: read in bulk, never queried into.
+JSON_TEXT = sa.JSON()
 BIGINT_ID = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 TIMESTAMP = sa.DateTime(timezone=True)
 
@@ -80,7 +82,7 @@ def upgrade() -> None:
         sa.Column("submission_id", ID, nullable=False),
         sa.Column("user_name", sa.Text(), nullable=True),
         sa.Column("submitted_at", TIMESTAMP, nullable=False),
-        sa.Column("answer", JSON, nullable=False),
+        sa.Column("answer", JSON_TEXT, nullable=False),
         sa.ForeignKeyConstraint(
             ["submission_id"],
             ["submission.id"],
