@@ -1,9 +1,12 @@
 """How ``dlq replay`` replays: hand entries to the workers, or run them here (``--now``).
 
-Both ways first make the chosen entries due (``make_due``) and then claim them
-(``claim_due``, which marks them REPLAYING), so the beat dispatcher and a second
-operator never replay the same entry at the same time. Whatever was claimed but never
-started (the broker was down, Ctrl-C) goes back to PENDING and due now.
+An entry is replayed only by whoever claims it (``claim_due`` marks it REPLAYING), so
+the beat dispatcher, the workers and a second operator never replay one entry at once.
+Sending to the workers claims every chosen entry and sends at once. Replaying here
+claims one entry at a time, right before replaying it: an entry claimed early would
+look stale to the dispatcher after ``DEFAULT_REPLAY_STALE_S`` and be claimed a second
+time. Whatever was claimed but not replayed (the broker was down, Ctrl-C) goes back to
+PENDING, due now.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ from sheetsync.replay import replay as replay_entry
 
 #: Ids per claim (keeps the IN list well under every database's parameter limit).
 CLAIM_CHUNK = 500
+#: Statuses a named entry may be replayed from.
+REPLAYABLE = frozenset({"PENDING", "FAILED", "REPLAYING"})
 
 
 def send_to_workers(
@@ -42,7 +47,13 @@ def send_to_workers(
 
     # Before anything changes: without a Celery app there is nobody to send to.
     dispatcher = get_dispatcher()
-    claimed = _claim(pipeline, ids=ids, user_id=user_id)
+    candidates = _candidates(pipeline, ids=ids, user_id=user_id)
+    claimed: list[int] = []
+    for start in range(0, len(candidates), CLAIM_CHUNK):
+        chunk = candidates[start : start + CLAIM_CHUNK]
+        claimed.extend(_claim(pipeline, chunk, include_failed=ids is not None))
+    owned = set(claimed)
+    _report_taken([i for i in candidates if i not in owned])
     if not claimed:
         return []
     sent: list[int] = []
@@ -61,15 +72,15 @@ def send_to_workers(
 def replay_here(
     pipeline: Pipeline, *, ids: Sequence[int] | None, user_id: str | None
 ) -> tuple[int, int]:
-    """Claim the chosen entries and replay them in this process, with a progress bar.
+    """Replay the chosen entries in this process, one by one, with a progress bar.
 
     Returns (entries that did not end DONE, entries replayed).
     """
-    claimed = _claim(pipeline, ids=ids, user_id=user_id)
-    if not claimed:
+    candidates = _candidates(pipeline, ids=ids, user_id=user_id)
+    if not candidates:
         return 0, 0
     outcomes: list[Outcome] = []
-    remaining = list(claimed)
+    taken: list[int] = []
     columns = (
         SpinnerColumn(),
         TextColumn("{task.description}"),
@@ -78,12 +89,18 @@ def replay_here(
         TimeElapsedColumn(),
     )
     with Progress(*columns, console=err) as progress:
-        try:
-            while remaining:
-                outcomes.append(_replay_one(pipeline, progress, remaining[0]))
-                remaining.pop(0)
-        finally:
-            release(pipeline, remaining)
+        for entry_id in candidates:
+            if not _claim(pipeline, [entry_id], include_failed=ids is not None):
+                taken.append(entry_id)
+                continue
+            try:
+                outcomes.append(_replay_one(pipeline, progress, entry_id))
+            except BaseException:
+                release(pipeline, [entry_id])
+                raise
+    _report_taken(taken)
+    if not outcomes:
+        return 0, 0
     grid = table("id", "status", "answers in the sheet", "summary", right=("id",))
     for outcome in outcomes:
         grid.add_row(
@@ -150,36 +167,46 @@ def _reporter(progress: Progress, task: TaskID) -> Callable[[int, int], None]:
     return report
 
 
-def _claim(pipeline: Pipeline, *, ids: Sequence[int] | None, user_id: str | None) -> list[int]:
-    """Make the chosen entries due, claim them, and say what was left out and why."""
+def _candidates(pipeline: Pipeline, *, ids: Sequence[int] | None, user_id: str | None) -> list[int]:
+    """The entries to try, in order, saying which named ones are skipped and why.
+
+    Named entries may be PENDING, FAILED, or REPLAYING (claimable only once stale: its
+    worker died); --user and --all take PENDING entries.
+    """
     if ids is None:
-        candidates = make_due(pipeline, user_id=user_id)
-        if not candidates:
+        with pipeline.sessions() as session:
+            query = select(DeadLetter.id).where(DeadLetter.status == DeadLetterStatus.PENDING)
+            if user_id is not None:
+                query = query.where(DeadLetter.user_id == user_id)
+            found = list(session.scalars(query.order_by(DeadLetter.id)))
+        if not found:
             whose = f" of user {user_id}" if user_id is not None else ""
             out.print(f"no PENDING dead letters{whose}: nothing to replay")
-            return []
-        busy: set[int] = set()
-    else:
-        due = set(make_due(pipeline, ids=ids, include_failed=True))
-        statuses = _statuses(pipeline, ids)
-        # A REPLAYING entry may be stale (its worker died); claim_due takes only those.
-        busy = {i for i in ids if i not in due and statuses.get(i) == "REPLAYING"}
-        for entry_id in ids:
-            if entry_id not in due and entry_id not in busy:
-                hint(f"dead letter {entry_id} is {statuses.get(entry_id, 'gone')}: skipped")
-        candidates = [i for i in ids if i in due or i in busy]
-    claimed: list[int] = []
-    for start in range(0, len(candidates), CLAIM_CHUNK):
-        chunk = candidates[start : start + CLAIM_CHUNK]
-        claimed.extend(claim_due(pipeline, ids=chunk, limit=len(chunk)))
-    claimed_set = set(claimed)
-    taken = [i for i in candidates if i not in claimed_set]
-    for entry_id in (i for i in taken if i in busy):
-        hint(f"dead letter {entry_id} is being replayed already: skipped")
-    others = [i for i in taken if i not in busy]
-    if others:
-        hint(f"{len(others)} entries were claimed by the dispatcher meanwhile: {_id_list(others)}")
-    return claimed
+        return found
+    statuses = _statuses(pipeline, ids)
+    chosen: list[int] = []
+    for entry_id in ids:
+        state = statuses.get(entry_id, "gone")
+        if state in REPLAYABLE:
+            chosen.append(entry_id)
+        else:
+            hint(f"dead letter {entry_id} is {state}: skipped")
+    return chosen
+
+
+def _claim(pipeline: Pipeline, ids: Sequence[int], *, include_failed: bool) -> list[int]:
+    """Make ``ids`` due now and claim them; returns the ones this process now owns."""
+    make_due(pipeline, ids=ids, include_failed=include_failed)
+    return claim_due(pipeline, ids=ids, limit=len(ids))
+
+
+def _report_taken(ids: Sequence[int]) -> None:
+    """Entries someone else claimed first (the dispatcher, a worker, another operator)."""
+    if ids:
+        hint(
+            f"{len(ids)} {'entry is' if len(ids) == 1 else 'entries are'} being replayed "
+            f"elsewhere already: {_id_list(ids)}"
+        )
 
 
 def release(pipeline: Pipeline, ids: Sequence[int]) -> None:

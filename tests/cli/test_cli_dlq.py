@@ -226,3 +226,22 @@ def test_replay_with_the_broker_down_gives_the_entries_back(cli: Cli) -> None:
     entry = cli.entry(entry_id)
     assert entry.status is DeadLetterStatus.PENDING
     assert entry.next_attempt_at <= utcnow()
+
+
+def test_replay_leaves_an_entry_a_live_replay_owns(cli: Cli) -> None:
+    busy = cli.add_dead_letter(status=DeadLetterStatus.REPLAYING, updated_at=utcnow())
+
+    for args in (("dlq", "replay", str(busy)), ("dlq", "replay", str(busy), "--now")):
+        result = cli.ok(*args)
+        assert f"1 entry is being replayed elsewhere already: {busy}" in result.stderr
+        assert cli.entry(busy).status is DeadLetterStatus.REPLAYING
+    assert cli.redis.llen("sheetsync_scheduled") == 0
+
+
+def test_replay_takes_over_an_entry_whose_worker_died(cli: Cli) -> None:
+    stale = cli.add_dead_letter(
+        status=DeadLetterStatus.REPLAYING, updated_at=utcnow() - timedelta(hours=1)
+    )
+    result = cli.ok("dlq", "replay", str(stale))
+    assert f"sent 1 replay task to the workers: {stale}" in result.stdout
+    assert cli.redis.llen("sheetsync_scheduled") == 1
