@@ -177,6 +177,9 @@ class BufferStore:
     def read_batch(self, key: BufferKey, size: int) -> list[str]:
         return [str(_text(raw)) for raw in self.redis.lrange(key.buf, 0, size - 1)]
 
+    def buffer_length(self, key: BufferKey) -> int:
+        return int(self.redis.llen(key.buf))
+
     def read_all(self, key: BufferKey) -> list[str]:
         return [str(_text(raw)) for raw in self.redis.lrange(key.buf, 0, -1)]
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import random
+import time
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -46,6 +47,8 @@ log = logging.getLogger(__name__)
 
 #: Batches one run appends before it hands the buffer to a fresh task (fairness).
 DEFAULT_BATCHES_PER_RUN = 20
+#: How often a lingering run looks at the list again.
+DEFAULT_LINGER_POLL_S = 0.05
 
 Status = Literal["done", "again", "superseded", "fenced", "retry"]
 
@@ -199,6 +202,13 @@ class _Run:
     # -- one batch -----------------------------------------------------------------------
 
     def _flush_one_batch(self) -> bool:
+        if not self.p.store.buffer_length(self.key):
+            return False
+        assert self._google_account is not None
+        wait = self.p.limiter.wait_s(self._google_account)
+        if wait > 0:
+            raise RateLimited("no slot for the next append", retry_after_s=wait)
+        self._linger()
         ids = self.p.store.read_batch(self.key, self.p.settings.batch_size)
         if not ids:
             return False
@@ -241,6 +251,23 @@ class _Run:
         self._settle(batch, last_row=result.last_row)
         self.outcome.appended += len(batch.rows)
         return True
+
+    def _linger(self) -> None:
+        """While a burst is still arriving, wait (briefly) for a fuller batch.
+
+        A promoted run starts at 500 ids; if thousands more are on their way, sending
+        what is there now would spend an append (and a rate-limit slot) on a fraction
+        of a batch. Waits only while the list keeps growing, up to FLUSH_LINGER_S.
+        """
+        settings = self.p.settings
+        deadline = time.monotonic() + settings.flush_linger_s
+        length = self.p.store.buffer_length(self.key)
+        while length < settings.batch_size and time.monotonic() < deadline:
+            time.sleep(DEFAULT_LINGER_POLL_S)
+            grown = self.p.store.buffer_length(self.key)
+            if grown == length:
+                return
+            length = grown
 
     def _settle(self, batch: Batch, *, last_row: int | None) -> None:
         with self.p.sessions.begin() as session:

@@ -58,6 +58,29 @@ class RateLimiter:
     def acquirer(self, google_account_id: str) -> _Acquire:
         return _Acquire(self, google_account_id)
 
+    def wait_s(self, google_account_id: str) -> float:
+        """Seconds until a slot is free in both windows (0: free now). Takes nothing.
+
+        A flush asks before it builds a batch, so a rate-limited run reschedules
+        without hydrating, decrypting and building rows it cannot send yet.
+        """
+        seconds, micros = self.redis.time()
+        now_ms = seconds * 1000 + micros // 1000
+        since = f"({now_ms - self.window_ms}"
+        pipe = self.redis.pipeline(transaction=False)
+        windows = (
+            (rate_account_key(google_account_id), self.settings.rate_limit_per_account),
+            (RATE_PROJECT, self.settings.rate_limit_per_project),
+        )
+        for key, limit in windows:
+            # The entry whose expiry frees a slot: the limit-th newest in the window.
+            pipe.zrevrangebyscore(key, "+inf", since, start=limit - 1, num=1, withscores=True)
+        wait_ms = 0.0
+        for entries in pipe.execute():
+            if entries:
+                wait_ms = max(wait_ms, float(entries[0][1]) + self.window_ms - now_ms + 1)
+        return wait_ms / 1000
+
     def usage(self, google_account_id: str | None = None) -> WindowUse:
         """Requests in the current window (the project's when no account is given)."""
         key = RATE_PROJECT if google_account_id is None else rate_account_key(google_account_id)

@@ -54,6 +54,8 @@ class Settings(BaseSettings):
     flush_delay_s: float = Field(10.0, ge=0)
     #: A buffer this long is flushed at once.
     flush_threshold: int = Field(500, ge=1)
+    #: While a burst is still arriving, a run waits up to this long for a fuller batch.
+    flush_linger_s: float = Field(2.0, ge=0)
     #: Ids read per batch (one LRANGE, one SELECT, at most one append).
     batch_size: int = Field(5000, ge=1)
     request_bytes_max: int = Field(DEFAULT_REQUEST_BYTES_MAX, ge=10_000)
