@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, func, select, update
+from sqlalchemy import ColumnElement, cast, func, select, update
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session, sessionmaker
 
 from sheetsync import ledger
@@ -50,9 +51,11 @@ def summary(entry: DeadLetter, answer_count: int) -> dict[str, Any]:
 def _answer_count(session: Session) -> ColumnElement[int]:
     """The length of ``answer_ids``, computed by the database: an entry may hold
     hundreds of thousands of ids, which a listing has no reason to load."""
-    postgres = session.get_bind().dialect.name == "postgresql"
-    function = func.jsonb_array_length if postgres else func.json_array_length
-    result: ColumnElement[int] = function(DeadLetter.answer_ids)
+    column: ColumnElement[Any] = DeadLetter.__table__.c.answer_ids
+    if session.get_bind().dialect.name == "postgresql":
+        # Works whether the column is json or jsonb.
+        column = cast(column, postgresql.JSON)
+    result: ColumnElement[int] = func.json_array_length(column)
     return result
 
 

@@ -20,6 +20,7 @@ from sqlalchemy import Engine
 
 from sheetsync.crypto import generate_key, reset_keyring
 from sheetsync.db import dispose_engine, make_engine, session_factory
+from sheetsync.models import Base
 from sheetsync.settings import reset_settings
 
 
@@ -61,12 +62,11 @@ def cli_env(
     return env
 
 
-@pytest.fixture
-def database(cli_env: dict[str, str]) -> Iterator[Engine]:
-    """An engine on the test's database, after `sheetsync db upgrade` made the schema."""
+def _upgraded(env: dict[str, str]) -> Engine:
+    """`sheetsync db upgrade` on the environment's database; an engine on it."""
     result = subprocess.run(
         [str(SCRIPT), "db", "upgrade"],
-        env=cli_env,
+        env=env,
         capture_output=True,
         text=True,
         timeout=COMMAND_TIMEOUT_S,
@@ -74,7 +74,13 @@ def database(cli_env: dict[str, str]) -> Iterator[Engine]:
     )
     assert result.returncode == 0, result.stderr
     assert "schema up to date" in result.stdout
-    engine = make_engine(cli_env["SHEETSYNC_DATABASE_URL"])
+    return make_engine(env["SHEETSYNC_DATABASE_URL"])
+
+
+@pytest.fixture
+def database(cli_env: dict[str, str]) -> Iterator[Engine]:
+    """An engine on the test's SQLite file, after `sheetsync db upgrade` made the schema."""
+    engine = _upgraded(cli_env)
     try:
         yield engine
     finally:
@@ -89,3 +95,26 @@ def cli(cli_env: dict[str, str], database: Engine, redis_db: redis.Redis) -> Cli
         sessions=session_factory(database),
         redis=redis_db,
     )
+
+
+@pytest.fixture
+def pg_cli(
+    cli_env: dict[str, str],
+    postgres_url: str,
+    redis_db: redis.Redis,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[Cli]:
+    """Like ``cli``, on the session's PostgreSQL database (emptied after the test)."""
+    monkeypatch.setenv("SHEETSYNC_DATABASE_URL", postgres_url)
+    reset_settings()
+    env = {**cli_env, "SHEETSYNC_DATABASE_URL": postgres_url}
+    engine = _upgraded(env)
+    try:
+        yield Cli(
+            env=env, database_url=postgres_url, sessions=session_factory(engine), redis=redis_db
+        )
+    finally:
+        names = ", ".join(f'"{table.name}"' for table in Base.metadata.sorted_tables)
+        with engine.begin() as connection:
+            connection.exec_driver_sql(f"TRUNCATE {names} RESTART IDENTITY CASCADE")
+        engine.dispose()
