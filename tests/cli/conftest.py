@@ -8,8 +8,10 @@ with the keys the command line decrypts with.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,17 +28,27 @@ from sheetsync.settings import reset_settings
 
 @pytest.fixture
 def redis_db() -> Iterator[redis.Redis]:
+    """The test's Redis database, empty, and held by this test alone.
+
+    Two runs of this suite at once (two checkouts, CI next to a developer) would flush
+    each other's data: a lock file next to the system's temporary files serializes the
+    tests that use the database across processes.
+    """
     client = redis.Redis.from_url(REDIS_URL)
     try:
         client.ping()
     except redis.exceptions.ConnectionError:
         pytest.skip(f"no Redis at {REDIS_URL}")
-    client.flushdb()
-    try:
-        yield client
-    finally:
+    lock_name = "sheetsync-cli-tests-" + REDIS_URL.rsplit("/", 1)[-1] + ".lock"
+    with open(Path(tempfile.gettempdir()) / lock_name, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
         client.flushdb()
-        client.close()
+        try:
+            yield client
+        finally:
+            client.flushdb()
+            client.close()
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 @pytest.fixture
