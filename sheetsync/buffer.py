@@ -7,16 +7,20 @@ tests can reason about time; the rate limiter alone reads the Redis clock.
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
 import redis
 
+from sheetsync.errors import ValidationError
 from sheetsync.keys import BUFFER_INDEX, BufferKey, check_id
 from sheetsync.settings import Settings
+
+log = logging.getLogger(__name__)
 
 #: Ids per RPUSH inside one script call (Lua's unpack() has a stack limit near 8000).
 PUSH_CHUNK = 1000
@@ -287,7 +291,19 @@ class BufferStore:
     def job_state(self, key: BufferKey) -> dict[str, str]:
         return {str(_text(k)): str(_text(v)) for k, v in self.redis.hgetall(key.job).items()}
 
-    def indexed_buffers(self) -> list[tuple[BufferKey, float]]:
-        """Every buffer in the index with its oldest-buffered time (ms)."""
-        entries: list[tuple[bytes, float]] = self.redis.zrange(BUFFER_INDEX, 0, -1, withscores=True)  # type: ignore[assignment]
-        return [(BufferKey.parse(str(_text(base))), float(score)) for base, score in entries]
+    def indexed_buffers(self, chunk: int = 1000) -> Iterator[tuple[BufferKey, float]]:
+        """Every buffer in the index with its oldest-buffered time (ms), read in chunks.
+
+        A member that is not a buffer key (written by hand, say) is logged and skipped.
+        """
+        cursor = 0
+        while True:
+            cursor, entries = self.redis.zscan(BUFFER_INDEX, cursor, count=chunk)
+            for base, score in entries:
+                try:
+                    member = base.decode() if isinstance(base, bytes) else str(base)
+                    yield BufferKey.parse(member), float(score)
+                except ValidationError:
+                    log.error("skipping a malformed member of %s", BUFFER_INDEX)
+            if cursor == 0:
+                return

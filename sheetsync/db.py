@@ -13,16 +13,17 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from alembic import command
-from alembic.config import Config
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import NullPool
 
 from sheetsync.settings import get_settings
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 #: Where Alembic finds the migrations; no alembic.ini needed. A plain path rather than
 #: ``"sheetsync:migrations"``: Alembic resolves that through importlib.resources, which
@@ -154,6 +155,9 @@ def session_scope(factory: sessionmaker[Session] | None = None) -> Iterator[Sess
 
 def alembic_config() -> Config:
     """Alembic's configuration, built in code: there is no alembic.ini."""
+    # Imported here: Alembic is needed to migrate, not by every process that queries.
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", MIGRATIONS_LOCATION)
     return config
@@ -166,6 +170,8 @@ def upgrade(url: str | None = None, revision: str = "head") -> None:
     migration runs in one transaction holding a lock (``BEGIN IMMEDIATE`` on SQLite,
     an advisory lock on PostgreSQL, see ``migrations/env.py``).
     """
+    from alembic import command
+
     engine = make_engine(url, poolclass=NullPool)
     try:
         with engine.begin() as connection:

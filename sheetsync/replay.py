@@ -80,7 +80,7 @@ def claim_due(
             .limit(limit)
         )
         if ids is not None:
-            query = query.where(DeadLetter.id.in_(list(ids)))
+            query = query.where(DeadLetter.id.in_(list(ids))).limit(max(limit, len(ids)))
         if is_postgres(session.get_bind()):
             query = query.with_for_update(skip_locked=True)
         entries = session.scalars(query).all()
@@ -180,7 +180,7 @@ def replay(pipeline: Pipeline, entry_id: int, *, progress: Progress | None = Non
         session.execute(
             update(DeadLetter)
             .where(DeadLetter.id == entry_id)
-            .values(status=DeadLetterStatus.DONE, updated_at=utcnow())
+            .values(status=DeadLetterStatus.DONE, error_message=None, updated_at=utcnow())
         )
     return ReplayResult(f"entry {entry_id}: {appended} rows appended", appended=appended)
 
