@@ -24,6 +24,7 @@ from sheetsync.buffer import Dispatch
 from sheetsync.errors import (
     ConfigError,
     CredentialError,
+    CryptoError,
     PermanentError,
     RateLimited,
     SheetsError,
@@ -94,15 +95,19 @@ class _Run:
 
     def run(self) -> Outcome:
         try:
+            return self._run()
+        except StaleRunError:
+            log.warning("flush %s lost its lease; stopping", self.token)
+            self.outcome.status = "fenced"
+            return self.outcome
+
+    def _run(self) -> Outcome:
+        try:
             self._check_credential()
             self._recover()
             for _ in range(DEFAULT_BATCHES_PER_RUN):
                 if not self._flush_one_batch():
                     break
-        except StaleRunError:
-            log.warning("flush %s lost its lease; stopping", self.token)
-            self.outcome.status = "fenced"
-            return self.outcome
         except RateLimited as limited:
             return self._finish(countdown_s=limited.retry_after_s)
         except CredentialError as exc:
@@ -113,9 +118,9 @@ class _Run:
             return self._transient(exc)
         except OperationalError as exc:
             return self._transient(TransientError(f"database unavailable: {type(exc).__name__}"))
-        except ConfigError as exc:
-            # Retried like a transient failure: it ends in a dead letter and an alert
-            # that names the setting, and nothing is lost once it is fixed.
+        except (ConfigError, CryptoError) as exc:
+            # A missing setting or PII key: retried like a transient failure, so it ends
+            # in a dead letter with an alert that names it, and nothing is lost.
             log.error("flush %s: %s", self.token, exc)
             return self._transient(TransientError(str(exc)))
         return self._finish()
