@@ -9,7 +9,7 @@ touched by separate scripts.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sheetsync.errors import ValidationError
 
@@ -56,37 +56,33 @@ class BufferKey:
     submission_id: str
     spread_sheet_id: str
     sheet_id: int
+    #: ``sheetsync:{<user>:<form>:<spreadsheet>:<gid>}``, the prefix of every key below.
+    base: str = field(init=False, repr=False, compare=False)
+    #: LIST of buffered answer ids, oldest first.
+    buf: str = field(init=False, repr=False, compare=False)
+    #: HASH token, state, promoted, queue, due_at, lease_until: the one live task.
+    job: str = field(init=False, repr=False, compare=False)
+    #: HASH title, header_ok, last_row, seq: outlives jobs so bursts skip re-reads.
+    sheet: str = field(init=False, repr=False, compare=False)
+    #: HASH token, count, first, last, after_row: the intent of the batch in flight.
+    inflight: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         check_id(self.user_id, "user_id")
         check_id(self.submission_id, "submission_id")
         check_id(self.spread_sheet_id, "spread_sheet_id")
         check_sheet_id(self.sheet_id)
-
-    @property
-    def base(self) -> str:
+        # Computed once: the emit path builds these for every answer.
         tag = f"{self.user_id}:{self.submission_id}:{self.spread_sheet_id}:{self.sheet_id}"
-        return f"{PREFIX}:{{{tag}}}"
-
-    @property
-    def buf(self) -> str:
-        """LIST of buffered answer ids, oldest first."""
-        return f"{self.base}:buf"
-
-    @property
-    def job(self) -> str:
-        """HASH token, state, promoted, queue, due_at, lease_until: the one live task."""
-        return f"{self.base}:job"
-
-    @property
-    def sheet(self) -> str:
-        """HASH title, header_ok, last_row, seq: outlives jobs so bursts skip re-reads."""
-        return f"{self.base}:sheet"
-
-    @property
-    def inflight(self) -> str:
-        """HASH token, count, first, last: the write-ahead intent of the batch in flight."""
-        return f"{self.base}:inflight"
+        base = f"{PREFIX}:{{{tag}}}"
+        for name, value in (
+            ("base", base),
+            ("buf", f"{base}:buf"),
+            ("job", f"{base}:job"),
+            ("sheet", f"{base}:sheet"),
+            ("inflight", f"{base}:inflight"),
+        ):
+            object.__setattr__(self, name, value)
 
     @classmethod
     def parse(cls, base: str) -> BufferKey:
