@@ -2,9 +2,10 @@
 
 SQLite in ``.demo/``, the Redis at ``SHEETSYNC_REDIS_URL`` (or a redis-server child), the
 Sheets API emulator in this process with Google's quotas, and a real Celery worker
-process. The dataset of :mod:`sheetsync.demo_data` (2,000 answers, 4 sheets) is emitted
-one answer at a time with :func:`sheetsync.emit_answer_submitted`, as a web app does;
-the demo waits for every row to land and reads the sheets back.
+process. Every answer of the dataset in :mod:`sheetsync.demo_data` (2,000 answers,
+4 sheets) is emitted with :func:`sheetsync.emit_answer_submitted` inside web-app
+transactions, while the worker flushes; the demo waits for every row to land and reads
+the sheets back.
 
 Everything it starts is stopped on the way out: on success, failure, Ctrl-C or SIGTERM.
 Nothing it prints carries an answer's value.
@@ -42,7 +43,7 @@ from sheetsync.demo_data import (
 from sheetsync.dispatch import QUEUES
 from sheetsync.emulator import EmulatorAdmin, EmulatorServer
 from sheetsync.errors import SheetSyncError
-from sheetsync.keys import BufferKey, rate_account_key
+from sheetsync.keys import BUFFER_INDEX, BufferKey, rate_account_key
 from sheetsync.local import (
     REDIS_INSTALL_HINT,
     LocalRedis,
@@ -61,8 +62,16 @@ __all__ = ["DEMO_DIR", "DemoError", "run_demo"]
 
 #: Where the demo keeps its database and the worker's log (under the current directory).
 DEMO_DIR = ".demo"
-#: The debounce, shortened from the production 10 s so the tail lands quickly.
-DEMO_FLUSH_DELAY_S = 2.0
+#: The debounce, shortened from the production 10 s so the tail lands quickly. Not
+#: shorter: while answers stream in, each buffer is flushed about once per delay, and
+#: the conference form's two sheets share its owner's 60 requests a minute.
+DEMO_FLUSH_DELAY_S = 3.0
+#: Answers emitted per web-app transaction (``emit_answer_submitted(id, session=...)``).
+#: The pushes of one transaction reach Redis together, after its commit. One answer per
+#: transaction works too, but on a loaded machine the slow trickle of single pushes
+#: keeps flush runs appending tiny batches and can spend the owner's 60 requests a
+#: minute; the rate limiter would then hold the rest back for up to a minute.
+EMIT_TRANSACTION_SIZE = 100
 #: Pool processes of the one worker, which consumes every queue.
 DEMO_WORKER_CONCURRENCY = 2
 WORKER_START_TIMEOUT_S = 30.0
@@ -134,6 +143,9 @@ def _run(console: Console, cleanup: ExitStack, workdir: Path, keep: bool) -> Non
 
     env = _demo_environment(database_url, local_redis, emulator)
     cleanup.enter_context(_environment(env))
+    sheets: list[DemoSheet] = []
+    if not local_redis.started_here:  # after the worker stopped: it could still write
+        cleanup.callback(_forget_demo_keys, local_redis.url, sheets)
     worker = start_celery_worker(
         env=env,
         queues=QUEUES,
@@ -145,14 +157,15 @@ def _run(console: Console, cleanup: ExitStack, workdir: Path, keep: bool) -> Non
     console.print(f"worker    celery, pid {worker.process.pid}, log {_shown(worker.log_path)}")
 
     pipeline = get_pipeline()
-    sheets, answer_ids = seed_demo(pipeline, admin)
-    if not local_redis.started_here:
-        cleanup.callback(_forget_demo_keys, pipeline.redis, sheets)
+    seeded, answer_ids = seed_demo(pipeline, admin)
+    sheets.extend(seeded)
     console.print(
         f"seeded    {len(DEMO_FORMS)} forms of {len(demo_owners())} owners, "
-        f"{len(answer_ids):,} answers, {len(sheets)} linked sheets\n"
+        f"{len(answer_ids):,} answers, {len(sheets)} linked sheets"
     )
     if not worker.wait_ready(WORKER_START_TIMEOUT_S):
+        if not worker.alive:
+            raise DemoError(f"the Celery worker exited with {worker.process.returncode} at start")
         raise DemoError(f"the Celery worker did not start within {WORKER_START_TIMEOUT_S:.0f} s")
 
     _emit_and_drain(console, pipeline, worker, answer_ids)
@@ -235,7 +248,7 @@ def _completed_rows(pipeline: Pipeline) -> int:
 def _emit_and_drain(
     console: Console, pipeline: Pipeline, worker: WorkerProcess, answer_ids: list[str]
 ) -> None:
-    """Emit every answer as the web app does, then wait until every row is COMPLETED."""
+    """Emit every answer as a web app does, then wait until every row is COMPLETED."""
     import celeryconfig
     import tasks  # registers the Celery dispatcher that emit sends flush tasks with
     from sheetsync import emit_answer_submitted
@@ -243,6 +256,10 @@ def _emit_and_drain(
     # `tasks` may have been imported before the demo set its environment.
     tasks.app.conf.update(celeryconfig.config_for(get_settings()))
     total = expected_rows()
+    console.print(
+        f"emitting  {len(answer_ids):,} answers with emit_answer_submitted, "
+        f"{EMIT_TRANSACTION_SIZE} per web-app transaction, while the worker flushes"
+    )
     columns = (
         TextColumn("{task.description:<16}"),
         BarColumn(),
@@ -252,11 +269,14 @@ def _emit_and_drain(
     with Progress(*columns, console=console) as progress:
         emitting = progress.add_task("answers emitted", total=len(answer_ids))
         landing = progress.add_task("rows in sheets", total=total)
-        for number, answer_id in enumerate(answer_ids, start=1):
-            emit_answer_submitted(answer_id, pipeline=pipeline)
-            if number % 100 == 0 or number == len(answer_ids):
-                progress.update(emitting, completed=number)
-                progress.update(landing, completed=_completed_rows(pipeline))
+        for start in range(0, len(answer_ids), EMIT_TRANSACTION_SIZE):
+            chunk = answer_ids[start : start + EMIT_TRANSACTION_SIZE]
+            # The outbox path: ENQUEUED rows in the caller's transaction, pushes after commit.
+            with pipeline.sessions.begin() as session:
+                for answer_id in chunk:
+                    emit_answer_submitted(answer_id, session=session, pipeline=pipeline)
+            progress.update(emitting, completed=start + len(chunk))
+            progress.update(landing, completed=_completed_rows(pipeline))
 
         def landed() -> bool:
             done = _completed_rows(pipeline)
@@ -313,18 +333,22 @@ def _summarize(
     console.print(f"\nelapsed {elapsed_s:.1f} s")
 
 
-def _forget_demo_keys(client: redis.Redis, sheets: list[DemoSheet]) -> None:
-    """On a Redis the demo did not start, drop the sheet caches and rate windows it made
-    (buffers and jobs are gone once drained). Best effort."""
+def _forget_demo_keys(redis_url: str, sheets: list[DemoSheet]) -> None:
+    """On a Redis the demo did not start, remove what it left: its buffers (empty unless
+    the demo failed), sheet caches and rate windows. Best effort."""
     keys = {rate_account_key(sheet.google_account) for sheet in sheets}
-    keys.update(
-        BufferKey(
-            sheet.form.owner.user_id, sheet.submission_id, sheet.spreadsheet_id, sheet.gid
-        ).sheet
+    buffers = [
+        BufferKey(sheet.form.owner.user_id, sheet.submission_id, sheet.spreadsheet_id, sheet.gid)
         for sheet in sheets
-    )
-    with suppress(redis.RedisError):
-        client.delete(*keys)
+    ]
+    for buffer in buffers:
+        keys.update((buffer.buf, buffer.job, buffer.sheet, buffer.inflight))
+    client = redis.Redis.from_url(redis_url)
+    with suppress(redis.RedisError), client:
+        if keys:
+            client.delete(*keys)
+        if buffers:
+            client.zrem(BUFFER_INDEX, *(buffer.base for buffer in buffers))
 
 
 @contextmanager
