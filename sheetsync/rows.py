@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, timedelta, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -113,18 +113,97 @@ def fit_cell(text: str, limit: int) -> str:
     return (text[:keep] + marker)[:limit]
 
 
-def format_time(value: datetime, zone: ZoneInfo) -> str:
-    """``value`` as ``YYYY-MM-DD HH:MM:SS`` in ``zone``; a naive value is taken as UTC."""
+def format_time(value: datetime, zone: tzinfo) -> str:
+    """``value`` as ``YYYY-MM-DD HH:MM:SS`` in ``zone``; a naive value is taken as UTC.
+
+    The reference for :func:`time_formatter`, which gives the same text faster.
+    """
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
     # isoformat is about twice as fast as strftime and gives the same first 19 characters.
     return value.astimezone(zone).isoformat(" ", "seconds")[:19]
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_EPOCH_ORDINAL = _EPOCH.toordinal()
+_SECOND = timedelta(seconds=1)
+_LAST_SECOND_OF_HOUR = timedelta(seconds=3599)
+#: `` HH`` for every hour, and ``:MM:SS`` for every second of an hour (3600 short strings).
+_HOUR_TEXT = tuple(f" {hour:02d}" for hour in range(24))
+_MINUTE_SECOND_TEXT = tuple(
+    f":{minute:02d}:{second:02d}" for minute in range(60) for second in range(60)
+)
+#: Marks a UTC hour in which the zone's offset changes (a DST switch, say).
+_MIXED = 1 << 40
+#: Cached hours and days per formatter, before the caches start over.
+_CACHE_ENTRIES = 4096
+
+
+def time_formatter(zone: tzinfo) -> Callable[[datetime], str]:
+    """A function giving :func:`format_time` ``(value, zone)``, about five times faster.
+
+    It works in whole seconds since the epoch: the zone's offset is looked up once per
+    UTC hour (checked at both ends of the hour; an hour with a change of offset, such as
+    a DST switch, is left to :func:`format_time`), and the date text once per local
+    day. The rest is arithmetic and two table lookups. Use one per zone and batch.
+    """
+    offsets: dict[int, int] = {}  # UTC hour since the epoch -> offset in seconds, or _MIXED
+    days: dict[int, str] = {}  # local day since the epoch -> "YYYY-MM-DD"
+
+    def offset_of(hour: int) -> int:
+        start = _EPOCH + timedelta(hours=hour)
+        try:
+            first = start.astimezone(zone).utcoffset()
+            last = (start + _LAST_SECOND_OF_HOUR).astimezone(zone).utcoffset()
+        except OverflowError:  # the ends of datetime's range
+            return _MIXED
+        if first is None or first != last:
+            return _MIXED
+        return first // _SECOND
+
+    def format_local(value: datetime) -> str:
+        try:
+            seconds: int = (value - _EPOCH) // _SECOND
+        except TypeError:  # naive, or a tzinfo without an offset
+            return format_time(value, zone)
+        hour = seconds // 3600
+        offset = offsets.get(hour)
+        if offset is None:
+            if len(offsets) >= _CACHE_ENTRIES:
+                offsets.clear()
+            offset = offsets[hour] = offset_of(hour)
+        if offset == _MIXED:
+            return format_time(value, zone)
+        day, second = divmod(seconds + offset, 86400)
+        date_text = days.get(day)
+        if date_text is None:
+            try:
+                date_text = date.fromordinal(day + _EPOCH_ORDINAL).isoformat()
+            except (ValueError, OverflowError):  # beyond year 9999 in the zone
+                return format_time(value, zone)
+            if len(days) >= _CACHE_ENTRIES:
+                days.clear()
+            days[day] = date_text
+        return date_text + _HOUR_TEXT[second // 3600] + _MINUTE_SECOND_TEXT[second % 3600]
+
+    return format_local
+
+
 class RowBuilder:
     """Builds the rows of one form. Reuse one per layout: the setup is done once."""
 
-    __slots__ = ("_cell_limit", "_decrypt", "_ignored", "_slots", "_width", "_zone", "layout")
+    __slots__ = (
+        "_blank",
+        "_cell_limit",
+        "_cells",
+        "_decrypt",
+        "_format_time",
+        "_ignored",
+        "_slots",
+        "_width",
+        "_zone",
+        "layout",
+    )
 
     def __init__(
         self,
@@ -135,8 +214,9 @@ class RowBuilder:
         settings = settings or get_settings()
         self.layout = layout
         self._zone = ZoneInfo(settings.timezone)
+        self._format_time = time_formatter(self._zone)
         self._cell_limit = settings.cell_chars_max
-        self._width = FIXED_COLUMNS + len(layout.columns)
+        self._width = width = FIXED_COLUMNS + len(layout.columns)
         self._ignored = layout.ignored_question_ids
         # Question id -> cell index, negated for PERSONAL_INFO (indexes start at 3, so
         # the sign is unambiguous): one dict lookup per answer item tells both.
@@ -144,6 +224,11 @@ class RowBuilder:
             column.question_id: -index if column.type is QuestionType.PERSONAL_INFO else index
             for index, column in enumerate(layout.columns, start=FIXED_COLUMNS)
         }
+        # What :meth:`build` starts each row from, and where its answers go. The extra
+        # cell at the end takes the answers to ignored questions (so they need no test
+        # of their own) and is cut off.
+        self._blank = [""] * (width + 1)
+        self._cells = dict.fromkeys(self._ignored, width) | self._slots
         # Resolved now so a missing key fails before the first row, not inside it.
         self._decrypt: Callable[[str], str] = _no_personal_info
         if layout.has_personal_info:
@@ -162,6 +247,52 @@ class RowBuilder:
         have, and :class:`CryptoError` for a personal-info value that cannot be
         decrypted. Both name the answer and the question, never the value.
         """
+        # The fast path assumes well-formed items. Anything unexpected (an error, an
+        # item without "questionId" or "value", an unknown question, a value that is
+        # not JSON-shaped) sends the whole row to _build_checked, the reference, which
+        # gives the result or the error: this path never decides one on its own.
+        if type(answer_items) is not list:
+            answer_items = list(answer_items)
+        limit = self._cell_limit
+        cells = self._cells
+        decrypt = self._decrypt
+        row = self._blank.copy()
+        row[0] = answer_id
+        if user_name:
+            row[1] = user_name if len(user_name) <= limit else fit_cell(user_name, limit)
+        row[2] = self._format_time(submitted_at)
+        try:
+            for item in answer_items:
+                index = cells[item["questionId"]]
+                value = item["value"]
+                if index < 0:
+                    index = -index
+                    if value:  # None, "" and [] have nothing to decrypt
+                        value = (
+                            decrypt(value)
+                            if type(value) is str
+                            else [decrypt(part) for part in value]
+                        )
+                if type(value) is str:
+                    row[index] = value if len(value) <= limit else fit_cell(value, limit)
+                elif value is None:
+                    row[index] = ""
+                else:
+                    cell = _join(value) if type(value) is list else _text(value)
+                    row[index] = cell if len(cell) <= limit else fit_cell(cell, limit)
+        except Exception:
+            return self._build_checked(answer_id, user_name, submitted_at, answer_items)
+        del row[-1]
+        return row
+
+    def _build_checked(
+        self,
+        answer_id: str,
+        user_name: str | None,
+        submitted_at: datetime,
+        answer_items: Iterable[Mapping[str, Any]],
+    ) -> list[str]:
+        """The reference implementation of :meth:`build`, item by item with every check."""
         limit = self._cell_limit
         slots = self._slots
         decrypt = self._decrypt
@@ -173,7 +304,11 @@ class RowBuilder:
         question_id: Any = None
         try:
             for item in answer_items:
+                if not isinstance(item, Mapping):
+                    raise _unknown_question(answer_id, None)
                 question_id = item.get("questionId")
+                if not isinstance(question_id, str):
+                    raise _unknown_question(answer_id, question_id)
                 index = slots.get(question_id)
                 if index is None:
                     if question_id in self._ignored:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import random
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 from factories import seed_form
@@ -13,7 +16,15 @@ from sqlalchemy.orm import Session
 from sheetsync.crypto import Keyring
 from sheetsync.errors import CryptoError, NotFoundError, ValidationError
 from sheetsync.models import Question, QuestionType, Step, Submission, User
-from sheetsync.rows import FormLayout, RowBuilder, fit_cell, header_row, load_layout
+from sheetsync.rows import (
+    FormLayout,
+    RowBuilder,
+    fit_cell,
+    format_time,
+    header_row,
+    load_layout,
+    time_formatter,
+)
 from sheetsync.settings import Settings
 
 KEY = os.urandom(32)
@@ -156,6 +167,103 @@ def test_time_is_formatted_in_the_configured_zone(
     assert build([], settings=settings, submitted_at=submitted_at)[2] == expected
 
 
+@pytest.mark.parametrize(
+    ("zone", "submitted_at", "expected"),
+    [
+        # New York springs forward at 07:00 UTC on 2024-03-10: 02:00 EST becomes 03:00 EDT.
+        ("America/New_York", datetime(2024, 3, 10, 6, 59, 59, tzinfo=UTC), "2024-03-10 01:59:59"),
+        ("America/New_York", datetime(2024, 3, 10, 7, 0, 0, tzinfo=UTC), "2024-03-10 03:00:00"),
+        # ... and falls back at 06:00 UTC on 2024-11-03: 01:00 to 02:00 happens twice.
+        ("America/New_York", datetime(2024, 11, 3, 5, 30, tzinfo=UTC), "2024-11-03 01:30:00"),
+        ("America/New_York", datetime(2024, 11, 3, 5, 59, 59, tzinfo=UTC), "2024-11-03 01:59:59"),
+        ("America/New_York", datetime(2024, 11, 3, 6, 0, 0, tzinfo=UTC), "2024-11-03 01:00:00"),
+        ("America/New_York", datetime(2024, 11, 3, 6, 30, tzinfo=UTC), "2024-11-03 01:30:00"),
+        ("America/New_York", datetime(2024, 11, 3, 7, 0, tzinfo=UTC), "2024-11-03 02:00:00"),
+        # Lord Howe moves by half an hour, at 15:30 UTC: in the middle of a UTC hour.
+        (
+            "Australia/Lord_Howe",
+            datetime(2024, 10, 5, 15, 29, 59, tzinfo=UTC),
+            "2024-10-06 01:59:59",
+        ),
+        ("Australia/Lord_Howe", datetime(2024, 10, 5, 15, 30, tzinfo=UTC), "2024-10-06 02:30:00"),
+        ("Asia/Kathmandu", datetime(2024, 5, 1, 18, 14, 59, tzinfo=UTC), "2024-05-01 23:59:59"),
+        ("Asia/Kathmandu", datetime(2024, 5, 1, 18, 15, tzinfo=UTC), "2024-05-02 00:00:00"),
+        # Before 1908 Seoul kept local mean time, 8:27:52 ahead of UTC.
+        ("Asia/Seoul", datetime(1900, 1, 1, 0, 0, tzinfo=UTC), "1900-01-01 08:27:52"),
+        ("UTC", datetime(1969, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC), "1969-12-31 23:59:59"),
+        ("Asia/Seoul", datetime(2024, 2, 28, 15, 0, tzinfo=UTC), "2024-02-29 00:00:00"),
+    ],
+)
+def test_time_across_offset_changes(zone: str, submitted_at: datetime, expected: str) -> None:
+    assert format_time(submitted_at, ZoneInfo(zone)) == expected
+    assert time_formatter(ZoneInfo(zone))(submitted_at) == expected
+    settings = Settings.load(timezone=zone)
+    assert build([], settings=settings, submitted_at=submitted_at)[2] == expected
+
+
+def _offset_changes(zone: ZoneInfo, year: int) -> Iterator[datetime]:
+    """The UTC hours of ``year`` in which ``zone``'s offset changes."""
+    hour = datetime(year, 1, 1, tzinfo=UTC)
+    offset = hour.astimezone(zone).utcoffset()
+    while hour.year == year:
+        following = hour + timedelta(hours=1)
+        next_offset = following.astimezone(zone).utcoffset()
+        if next_offset != offset:
+            yield hour
+        hour, offset = following, next_offset
+
+
+@pytest.mark.parametrize(
+    "zone_name",
+    [
+        "Asia/Seoul",
+        "UTC",
+        "America/New_York",
+        "Europe/London",
+        "Australia/Lord_Howe",
+        "Asia/Kathmandu",
+        "America/St_Johns",
+        "Pacific/Chatham",
+        "Africa/Casablanca",
+    ],
+)
+def test_time_formatter_matches_the_reference(zone_name: str) -> None:
+    zone = ZoneInfo(zone_name)
+    fast = time_formatter(zone)
+    rng = random.Random(zone_name)
+    instants: list[datetime] = []
+    for year in (1890, 1950, 2024, 2025, 2100):
+        for change in _offset_changes(zone, year):
+            # Every 37 s from an hour before the change to two hours after it.
+            instants += [change + timedelta(seconds=s) for s in range(-3600, 7200, 37)]
+    start = datetime(1800, 1, 1, tzinfo=UTC).timestamp()
+    end = datetime(2200, 1, 1, tzinfo=UTC).timestamp()
+    instants += [datetime.fromtimestamp(rng.uniform(start, end), UTC) for _ in range(5000)]
+    instants += [datetime.min.replace(tzinfo=UTC), datetime.max.replace(tzinfo=UTC)]
+    other_zones = [UTC, timezone(timedelta(hours=-3, minutes=-30)), ZoneInfo("Asia/Tokyo")]
+    for index, instant in enumerate(instants):
+        # The same instant as it may arrive: in UTC, in another zone, or naive (= UTC).
+        variants = [instant, instant.replace(tzinfo=None)]
+        if datetime(1, 1, 2, tzinfo=UTC) < instant < datetime(9999, 12, 30, tzinfo=UTC):
+            variants.append(instant.astimezone(other_zones[index % len(other_zones)]))
+        for value in variants:
+            try:
+                expected = format_time(value, zone)
+            except (OverflowError, ValueError) as exc:
+                with pytest.raises(type(exc)):
+                    fast(value)
+                continue
+            assert fast(value) == expected, value
+
+
+def test_time_formatter_cache_starts_over_without_changing_results() -> None:
+    zone = ZoneInfo("America/New_York")
+    fast = time_formatter(zone)
+    hours = [datetime(2000, 1, 1, tzinfo=UTC) + timedelta(hours=7 * n) for n in range(10_000)]
+    for value in hours + hours[::-1]:
+        assert fast(value) == format_time(value, zone)
+
+
 def test_pii_decrypt_failure_names_answer_and_question_not_value() -> None:
     token = Keyring([os.urandom(32)]).encrypt("010-9999-8888")
     with pytest.raises(CryptoError) as caught:
@@ -184,6 +292,139 @@ def test_unknown_question_names_answer_and_question_not_value() -> None:
 def test_item_without_question_id_is_refused() -> None:
     with pytest.raises(ValidationError, match="ans_1 has an item without a questionId"):
         build([{"value": "x"}])
+
+
+def test_item_that_is_not_an_object_is_refused() -> None:
+    for item in ["name", None, 5, ["questionId", "name"]]:
+        with pytest.raises(ValidationError, match="ans_1 has an item without a questionId"):
+            build([{"questionId": "name", "value": "x"}, item])  # type: ignore[list-item]
+
+
+def test_question_id_that_is_not_a_string_is_refused() -> None:
+    for question_id in [5, None, ["name"], {"id": "name"}]:
+        with pytest.raises(ValidationError, match="ans_1 has an item without a questionId"):
+            build([{"questionId": question_id, "value": "x"}])
+
+
+def test_item_without_a_value_is_an_empty_cell() -> None:
+    row = build([{"questionId": "name", "value": "x"}, {"questionId": "name"}])
+    assert row[3] == ""
+
+
+def test_later_items_for_the_same_question_win() -> None:
+    row = build(
+        [
+            {"questionId": "note", "value": "first"},
+            {"questionId": "note", "value": "second"},
+            {"questionId": "interests", "value": ["a"]},
+            {"questionId": "interests", "value": None},
+        ]
+    )
+    assert row[6] == "second"
+    assert row[4] == ""
+
+
+def test_items_may_come_from_any_iterable() -> None:
+    items = [{"questionId": "name", "value": "개발팀"}, {"questionId": "intro", "value": "x"}]
+    assert build(iter(items)) == build(items)  # type: ignore[arg-type]
+    assert build(tuple(items)) == build(items)  # type: ignore[arg-type]
+
+
+def test_rows_are_independent() -> None:
+    builder = RowBuilder(LAYOUT, SETTINGS, keyring=KEYRING)
+    first = builder.build("a1", "n", SUBMITTED, [{"questionId": "name", "value": "x"}])
+    first[3] = "changed"
+    second = builder.build("a2", None, SUBMITTED, [{"questionId": "intro", "value": "shown?"}])
+    assert second == ["a2", "", "2024-05-01 12:04:05", "", "", "", ""]
+
+
+def _outcome(build_row: Any, *args: Any) -> tuple[Any, ...]:
+    try:
+        return ("row", build_row(*args))
+    except Exception as exc:
+        return ("error", type(exc), str(exc), getattr(exc, "fields", None))
+
+
+def test_fast_build_matches_the_checked_reference() -> None:
+    """Rows (and errors) from build are exactly those of the item-by-item reference."""
+    other_key = Keyring([os.urandom(32)])
+    settings = Settings.load(timezone="America/New_York", cell_chars_max=100)
+    layout = FormLayout.from_questions(
+        "form_1",
+        [
+            ("intro", "안내", QuestionType.JUMBOTRON),
+            ("name", "이름", QuestionType.SHORT_TEXT),
+            ("phone", "연락처", QuestionType.PERSONAL_INFO),
+            ("interests", "관심 분야", QuestionType.MULTI_CHOICE),
+            ("email", "이메일", QuestionType.PERSONAL_INFO),
+            ("count", "인원", QuestionType.NUMBER),
+        ],
+    )
+    builder = RowBuilder(layout, settings, keyring=KEYRING)
+    rng = random.Random(20241122)
+    plain: list[Any] = [
+        "개발팀",
+        "🎉👍🏽 emoji",
+        "=SUM(A1)",
+        "",
+        "x" * 100,
+        "가" * 101,
+        None,
+        [],
+        ["AI", "데이터"],
+        ["x" * 60, "y" * 60],
+        ["a", 1, None, True],
+        3,
+        0,
+        2.5,
+        -0.0,
+        True,
+        False,
+        {"nested": ["value"]},
+    ]
+    secret: list[Any] = [
+        KEYRING.encrypt("010-1234-5678"),
+        KEYRING.encrypt("z" * 150),
+        [KEYRING.encrypt("a@example.com"), KEYRING.encrypt("b@example.com")],
+        "",
+        None,
+        [],
+        "010-1234-5678",  # never encrypted
+        other_key.encrypt("010-0000-0000"),  # unknown key
+        [KEYRING.encrypt("ok"), "broken"],
+        5,
+        True,
+    ]
+
+    def item() -> Any:
+        roll = rng.random()
+        if roll < 0.80:
+            question_id = rng.choice(["name", "phone", "interests", "email", "count", "intro"])
+            pool = secret if question_id in ("phone", "email") else plain
+            return {"questionId": question_id, "value": rng.choice(pool)}
+        return rng.choice(
+            [
+                {"questionId": "deleted_q", "value": "x"},
+                {"value": "no question"},
+                {"questionId": "name"},
+                {"questionId": "phone"},
+                {"questionId": 7, "value": "x"},
+                {"questionId": ["name"], "value": "x"},
+                "not an object",
+                None,
+            ]
+        )
+
+    outcomes = {"row": 0, "error": 0}
+    for number in range(3000):
+        items = [item() for _ in range(rng.randint(0, 8))]
+        when = datetime(2024, 11, 3, 5, tzinfo=UTC) + timedelta(seconds=rng.randint(0, 7200))
+        user_name = rng.choice([None, "", "홍길동", "n" * 101])
+        args = (f"ans_{number}", user_name, when, items)
+        fast = _outcome(builder.build, *args)
+        assert fast == _outcome(builder._build_checked, *args), items
+        outcomes[fast[0]] += 1
+    assert min(outcomes.values()) > 500  # both paths well exercised
 
 
 def test_long_cells_are_truncated_with_a_marker() -> None:
