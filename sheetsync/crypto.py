@@ -62,6 +62,7 @@ _VERSION_BYTE = bytes([TOKEN_VERSION])
 _FROM_URLSAFE = bytes.maketrans(b"-_", b"+/")
 _TO_URLSAFE = bytes.maketrans(b"+/", b"-_")
 _PADDING = (b"", b"===", b"==", b"=")
+_a2b_base64 = binascii.a2b_base64
 
 EMPTY_KEYS_MESSAGE = (
     "SHEETSYNC_PII_KEYS is empty: set at least one key (generate one with "
@@ -120,12 +121,14 @@ class Keyring:
         # what went wrong when it fails. A wrong version byte or a cut token cannot
         # slip through: the header is authenticated, and a short tag fails.
         try:
-            raw = _b64decode(token)
-            cipher = self._ciphers[raw[1:_HEADER_BYTES]]
-            plaintext = cipher.decrypt(
+            # _b64decode, inlined: a call less per value.
+            raw = _a2b_base64(
+                token.encode("ascii").translate(_FROM_URLSAFE) + _PADDING[len(token) & 3]
+            )
+            plaintext = self._ciphers[raw[1:_HEADER_BYTES]].decrypt(
                 raw[_HEADER_BYTES:_NONCE_END], raw[_NONCE_END:], raw[:_HEADER_BYTES]
             )
-            return plaintext.decode("utf-8")
+            return plaintext.decode()
         except (
             binascii.Error,
             InvalidTag,
@@ -162,9 +165,7 @@ class Keyring:
 
 
 def _b64decode(token: str) -> bytes:
-    return binascii.a2b_base64(
-        token.encode("ascii").translate(_FROM_URLSAFE) + _PADDING[len(token) & 3]
-    )
+    return _a2b_base64(token.encode("ascii").translate(_FROM_URLSAFE) + _PADDING[len(token) & 3])
 
 
 def _unpack(token: str) -> bytes:
