@@ -23,13 +23,20 @@ OTHER_FORM = "answer belongs to another form"
 
 
 def estimate_bytes(row: Sequence[str]) -> int:
-    """An upper bound of a row's size in the JSON request body.
+    """A row's size in the JSON request body, as the client writes it.
 
-    The client escapes non-ASCII as \\uXXXX (6 bytes a character; an emoji takes two).
+    The client escapes every non-ASCII UTF-16 code unit as ``\\uXXXX`` (6 bytes), so a
+    cell costs its ASCII characters plus 6 per other code unit, plus quotes and a comma
+    (escaped quotes and control characters are a few bytes more; the budget leaves room).
     """
     size = 2
     for cell in row:
-        size += 3 + (len(cell) if cell.isascii() else 12 * len(cell))
+        if cell.isascii():
+            size += len(cell) + 3
+        else:
+            ascii_chars = len(cell.encode("ascii", "ignore"))
+            code_units = len(cell.encode("utf-16-le")) // 2
+            size += ascii_chars + 6 * (code_units - ascii_chars) + 3
     return size
 
 
@@ -60,7 +67,8 @@ class Batch:
 
         The cut is between rows, never inside one; ids after the cut stay in the list.
         """
-        budget = max_bytes - 200 - (estimate_bytes(self.header) if header else 0)
+        # 2% and 200 bytes of room for the envelope and escapes the estimate leaves out.
+        budget = int(max_bytes * 0.98) - 200 - (estimate_bytes(self.header) if header else 0)
         used, keep = 0, 0
         for row in self.rows:
             used += estimate_bytes(row)

@@ -80,6 +80,13 @@ def flush(pipeline: Pipeline, token: str) -> Outcome:
     """Run the flush task whose id is ``token``."""
     key = token_buffer(token)
     if not pipeline.store.claim(key, token):
+        job = pipeline.store.job_state(key)
+        log.info(
+            "flush %s is a no-op: the buffer's job is %s (token %s)",
+            token,
+            job.get("state", "gone"),
+            job.get("token", "-"),
+        )
         return Outcome("superseded")
     return _Run(pipeline, key, token).run()
 
@@ -107,6 +114,10 @@ class _Run:
             self._recover()
             for _ in range(DEFAULT_BATCHES_PER_RUN):
                 if not self._flush_one_batch():
+                    break
+                if self.p.store.buffer_length(self.key) < self.p.settings.flush_threshold:
+                    # A short remainder waits for the debounce (or the threshold) like any
+                    # new burst, instead of costing an append (and a slot) per trickle.
                     break
         except RateLimited as limited:
             return self._finish(countdown_s=limited.retry_after_s)

@@ -7,8 +7,10 @@ so a batch of 5000 costs one round trip, and replaying a write is harmless.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.dialects import postgresql, sqlite
@@ -78,10 +80,10 @@ def record_many(
     if not errors_by_id:
         return
     now = now or utcnow()
-    insert = postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
+    statement = _upsert(session.get_bind().dialect.name)
     items = list(errors_by_id.items())
     for start in range(0, len(items), UPSERT_CHUNK):
-        values = [
+        rows = [
             {
                 "submission_answer_id": answer_id,
                 "spread_sheet_id": spread_sheet_id,
@@ -92,13 +94,20 @@ def record_many(
             }
             for answer_id, error in items[start : start + UPSERT_CHUNK]
         ]
-        statement = insert(SheetTransaction).values(values)
-        statement = statement.on_conflict_do_update(
-            index_elements=["submission_answer_id", "spread_sheet_id", "sheet_id"],
-            set_={
-                "type": statement.excluded.type,
-                "error_message": statement.excluded.error_message,
-                "updated_at": statement.excluded.updated_at,
-            },
-        )
-        session.execute(statement)
+        session.execute(statement, rows)
+
+
+@functools.cache
+def _upsert(dialect: str) -> Any:
+    """One INSERT ... ON CONFLICT DO UPDATE per dialect, executed with many parameter
+    sets: the same statement object every time, so SQLAlchemy compiles it once."""
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    statement = insert(SheetTransaction)
+    return statement.on_conflict_do_update(
+        index_elements=["submission_answer_id", "spread_sheet_id", "sheet_id"],
+        set_={
+            "type": statement.excluded.type,
+            "error_message": statement.excluded.error_message,
+            "updated_at": statement.excluded.updated_at,
+        },
+    )
