@@ -40,6 +40,19 @@ def test_fetch_answers_returns_existing_ones_by_id(
     assert record.answer == stored.answer
 
 
+def test_records_follow_the_order_asked_for(
+    session: Session, pii_keys: tuple[bytes, bytes]
+) -> None:
+    form = seed_form(session)
+    ids = seed_answers(session, form, 20)
+    session.commit()
+    asked = [ids[7], ids[2], "ans_missing", ids[19], ids[2], ids[0], ids[11]]
+
+    records = fetch_answers(session, asked)
+
+    assert list(records) == [ids[7], ids[2], ids[19], ids[0], ids[11]]
+
+
 def test_fetch_nothing(session: Session) -> None:
     assert fetch_answers(session, []) == {}
     assert fetch_answers(session, ["ans_nope"]) == {}
