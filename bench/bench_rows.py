@@ -2,7 +2,7 @@
 
 Usage::
 
-    python bench/bench_rows.py [--runs 9] [--batch 5000] [--table 20000]
+    python bench/bench_rows.py [--runs 15] [--batch 5000] [--table 20000]
 
 Seeds a realistic form (12 answerable questions, 2 of them PERSONAL_INFO, and a
 jumbotron) with ``--table`` answers, then times preparing ``--batch`` of them as the
@@ -151,7 +151,7 @@ def report(label: str, timings: list[Timing], batch: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--runs", type=int, default=9)
+    parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--batch", type=int, default=5000)
     parser.add_argument("--table", type=int, default=20_000)
     args = parser.parse_args()
