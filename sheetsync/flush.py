@@ -48,6 +48,9 @@ log = logging.getLogger(__name__)
 
 #: Batches one run appends before it hands the buffer to a fresh task (fairness).
 DEFAULT_BATCHES_PER_RUN = 20
+#: A run may wait this long in-process for a rate-limit slot; a longer wait reschedules
+#: the task, timed to wake this much before the slot frees.
+DEFAULT_SLOT_LEAD_S = 0.5
 #: How often a lingering run looks at the list again.
 DEFAULT_LINGER_POLL_S = 0.05
 
@@ -152,7 +155,7 @@ class _Run:
         self._client = SheetsClient(
             refresh_token,
             settings=self.p.settings,
-            acquire=self.p.limiter.acquirer(self._google_account),
+            acquire=self.p.limiter.acquirer(self._google_account, DEFAULT_SLOT_LEAD_S),
         )
 
     @property
@@ -222,8 +225,12 @@ class _Run:
             return False
         assert self._google_account is not None
         wait = self.p.limiter.wait_s(self._google_account)
-        if wait > 0:
-            raise RateLimited("no slot for the next append", retry_after_s=wait)
+        if wait > DEFAULT_SLOT_LEAD_S:
+            # Wake up a little early: the batch is built while the slot frees, and the
+            # append then waits the rest (see acquirer), so no slot time is lost.
+            raise RateLimited(
+                "no slot for the next append", retry_after_s=wait - DEFAULT_SLOT_LEAD_S
+            )
         self._linger()
         ids = self.p.store.read_batch(self.key, self.p.settings.batch_size)
         if not ids:

@@ -12,6 +12,7 @@ so two requests that we spaced one window apart never land inside one of Google'
 
 from __future__ import annotations
 
+import time
 import uuid
 from dataclasses import dataclass
 
@@ -38,8 +39,20 @@ class RateLimiter:
         self._scripts = scripts or Scripts(client)
         self.window_ms = int((settings.rate_window_s + settings.rate_margin_s) * 1000)
 
-    def take(self, google_account_id: str) -> None:
-        """Take one slot in both windows, or raise :class:`RateLimited` with the wait."""
+    def take(self, google_account_id: str, *, max_wait_s: float = 0.0) -> None:
+        """Take one slot in both windows, waiting up to ``max_wait_s`` for one to free;
+        else raise :class:`RateLimited` with the wait."""
+        deadline = time.monotonic() + max_wait_s
+        while True:
+            try:
+                self._take_now(google_account_id)
+                return
+            except RateLimited as limited:
+                if time.monotonic() + limited.retry_after_s > deadline:
+                    raise
+                time.sleep(limited.retry_after_s)
+
+    def _take_now(self, google_account_id: str) -> None:
         taken, wait_ms = self._scripts.rate_take(
             keys=[rate_account_key(google_account_id), RATE_PROJECT],
             args=[
@@ -55,8 +68,8 @@ class RateLimiter:
                 retry_after_s=int(wait_ms) / 1000,
             )
 
-    def acquirer(self, google_account_id: str) -> _Acquire:
-        return _Acquire(self, google_account_id)
+    def acquirer(self, google_account_id: str, max_wait_s: float = 0.0) -> _Acquire:
+        return _Acquire(self, google_account_id, max_wait_s)
 
     def wait_s(self, google_account_id: str) -> float:
         """Seconds until a slot is free in both windows (0: free now). Takes nothing.
@@ -98,9 +111,10 @@ class RateLimiter:
 class _Acquire:
     """The zero-argument ``acquire`` hook that :class:`SheetsClient` calls per request."""
 
-    def __init__(self, limiter: RateLimiter, google_account_id: str) -> None:
+    def __init__(self, limiter: RateLimiter, google_account_id: str, max_wait_s: float) -> None:
         self._limiter = limiter
         self._account = google_account_id
+        self._max_wait_s = max_wait_s
 
     def __call__(self) -> None:
-        self._limiter.take(self._account)
+        self._limiter.take(self._account, max_wait_s=self._max_wait_s)

@@ -77,9 +77,10 @@ class EmulatorAdmin:
         path = f"/spreadsheets/{quote(spreadsheet_id)}/sheets/{int(gid)}"
         return self._request("GET", path, None, accept="text/html").decode("utf-8")
 
-    def stats(self) -> dict[str, Any]:
-        """Requests by kind and account, 429s, token refreshes, busiest windows."""
-        result: dict[str, Any] = self._call("GET", "/stats")
+    def stats(self, *, times: bool = False) -> dict[str, Any]:
+        """Requests by kind and account, 429s, token refreshes, busiest windows; with
+        ``times``, also ``served_times``: when each served request arrived."""
+        result: dict[str, Any] = self._call("GET", "/stats?times=1" if times else "/stats")
         return result
 
     def reset_stats(self) -> None:

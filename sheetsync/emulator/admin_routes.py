@@ -156,6 +156,11 @@ async def stats(request: web.Request) -> web.Response:
     state = _state(request)
     snapshot = state.stats.snapshot(state.quotas.limits.window_s)
     snapshot["quota_usage"] = state.quotas.usage(state.clock())
+    if request.query.get("times") == "1":
+        # Every served request's time (seconds, the emulator's clock), for benchmarks.
+        snapshot["served_times"] = sorted(
+            state.stats.served_times["read"] + state.stats.served_times["write"]
+        )
     return json_response(snapshot)
 
 

@@ -159,9 +159,9 @@ def test_redis_loss_is_repaired_by_the_reconciler(world, pipeline_env, admin):
 
 
 def test_reconciler_restores_ids_lost_from_a_busy_buffer(world, pipeline_env, admin):
-    import tasks
     from celery.contrib.testing.worker import start_worker
 
+    import tasks
     from sheetsync.dispatch import QUEUES
     from sheetsync.pipeline import get_pipeline
 

@@ -69,14 +69,14 @@ def test_four_workers_never_exceed_the_quotas_and_use_most_of_them(world, worker
     assert stats["max_in_window"]["all"] <= PER_PROJECT, stats["max_in_window"]
 
     requests = stats["requests"]["total"]
-    # Every buffer needs 3 requests (sheet title, header, append); 3 accounts x 24 is
-    # more than the project's 60, so the project limit binds. The rate is measured
-    # over the span from the first request to the last, as the emulator saw them.
-    span = stats["served_span_s"]
-    achieved = (requests - PER_PROJECT) / span * WINDOW_S
-    print(
-        f"{requests} requests in {span:.1f}s (test {elapsed:.1f}s): "
-        f"{achieved:.1f} per window of {PER_PROJECT}"
-    )
     assert requests == 3 * BUFFERS, stats["requests"]
-    assert achieved >= 0.9 * PER_PROJECT, f"achieved {achieved:.1f} of {PER_PROJECT} per window"
+    # Every buffer needs 3 requests (sheet title, header, append); 3 accounts x 24 is
+    # more than the project's 60, so the project limit binds. Requests PER_PROJECT apart
+    # may come no closer than the window; how close they come on average is how much of
+    # the limit the pipeline used.
+    times = admin.stats(times=True)["served_times"]
+    gaps = [times[i + PER_PROJECT] - times[i] for i in range(len(times) - PER_PROJECT)]
+    used = WINDOW_S / (sum(gaps) / len(gaps))
+    print(f"{requests} requests in {elapsed:.1f}s: {used:.1%} of the project limit used")
+    assert min(gaps) >= WINDOW_S
+    assert used >= 0.9, f"{used:.1%} of the limit used"
