@@ -32,11 +32,11 @@ for t = 1, targets do
   local buf, job, sheet = KEYS[3 * t - 1], KEYS[3 * t], KEYS[3 * t + 1]
   local base, queue = ARGV[4 + 2 * t], ARGV[5 + 2 * t]
   local length = redis.call('RPUSH', buf, unpack(ARGV, first_id))
-  local state, promoted, old_token, job_queue = unpack(
-    redis.call('HMGET', job, 'state', 'promoted', 'token', 'queue'))
+  local state, promoted = unpack(redis.call('HMGET', job, 'state', 'promoted'))
   local result = {}
   if state == 'scheduled' and promoted ~= '1' and length >= threshold then
     -- Promotion (I3): the list reached the threshold while a delayed task waits.
+    local old_token, job_queue = unpack(redis.call('HMGET', job, 'token', 'queue'))
     local token = new_token(sheet, base)
     redis.call('HSET', job, 'token', token, 'promoted', '1', 'due_at', now)
     result = {token, 0, job_queue, old_token}
