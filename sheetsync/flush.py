@@ -168,15 +168,8 @@ class _Run:
         if cache.title is not None:
             return cache.title
         self._renew()
-        titles = self.client.sheet_titles(self.key.spread_sheet_id)
+        title = self.client.sheet_title(self.key.spread_sheet_id, self.key.sheet_id)
         self.outcome.requests.append("spreadsheets.get")
-        title = titles.get(self.key.sheet_id)
-        if title is None:
-            raise PermanentError(
-                f"sheet gid {self.key.sheet_id} not found in spreadsheet "
-                f"{self.key.spread_sheet_id}",
-                status=400,
-            )
         self.p.store.remember_sheet(self.key, title=title)
         return title
 

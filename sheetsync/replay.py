@@ -262,13 +262,7 @@ class _Replayer:
         cached = self.p.store.sheet_cache(self.key).title
         if cached is not None:
             return cached
-        title = self.client.sheet_titles(self.key.spread_sheet_id).get(self.key.sheet_id)
-        if title is None:
-            raise PermanentError(
-                f"sheet gid {self.key.sheet_id} not found in spreadsheet "
-                f"{self.key.spread_sheet_id}",
-                status=400,
-            )
+        title = self.client.sheet_title(self.key.spread_sheet_id, self.key.sheet_id)
         self.p.store.remember_sheet(self.key, title=title)
         return title
 

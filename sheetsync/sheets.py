@@ -162,6 +162,15 @@ class SheetsClient:
             for sheet in body.get("sheets", [])
         }
 
+    def sheet_title(self, spreadsheet_id: str, gid: int) -> str:
+        """The title of sheet ``gid`` (one read); a missing sheet is permanent."""
+        title = self.sheet_titles(spreadsheet_id).get(gid)
+        if title is None:
+            raise PermanentError(
+                f"sheet gid {gid} not found in spreadsheet {spreadsheet_id}", status=400
+            )
+        return title
+
     def read_values(self, spreadsheet_id: str, a1_range: str) -> list[list[str]]:
         """The cells of a range as text (one read). An empty range gives ``[]``."""
         request = self._values.get(
