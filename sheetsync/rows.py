@@ -224,10 +224,10 @@ class RowBuilder:
             column.question_id: -index if column.type is QuestionType.PERSONAL_INFO else index
             for index, column in enumerate(layout.columns, start=FIXED_COLUMNS)
         }
-        # What :meth:`build` starts each row from, and where its answers go. The extra
-        # cell at the end takes the answers to ignored questions (so they need no test
-        # of their own) and is cut off.
-        self._blank = [""] * (width + 1)
+        # The question cells :meth:`build` starts each row with, and where its answers
+        # go. The extra cell at the end takes the answers to ignored questions (so they
+        # need no test of their own) and is cut off.
+        self._blank = [""] * (width - FIXED_COLUMNS + 1)
         self._cells = dict.fromkeys(self._ignored, width) | self._slots
         # Resolved now so a missing key fails before the first row, not inside it.
         self._decrypt: Callable[[str], str] = _no_personal_info
@@ -256,11 +256,9 @@ class RowBuilder:
         limit = self._cell_limit
         cells = self._cells
         decrypt = self._decrypt
-        row = self._blank.copy()
-        row[0] = answer_id
-        if user_name:
-            row[1] = user_name if len(user_name) <= limit else fit_cell(user_name, limit)
-        row[2] = self._format_time(submitted_at)
+        row = [answer_id, user_name or "", self._format_time(submitted_at), *self._blank]
+        if user_name and len(user_name) > limit:
+            row[1] = fit_cell(user_name, limit)
         try:
             for item in answer_items:
                 index = cells[item["questionId"]]
