@@ -28,6 +28,7 @@ from sheetsync.settings import Settings, get_settings
 
 #: Joins the choices of a multi-choice answer.
 MULTI_VALUE_SEPARATOR = ", "
+_join_choices = MULTI_VALUE_SEPARATOR.join
 #: Columns before the question columns: answer id, submitter, submitted at.
 FIXED_COLUMNS = 3
 
@@ -275,8 +276,8 @@ class RowBuilder:
                     row[index] = value if len(value) <= limit else fit_cell(value, limit)
                 elif value is None:
                     row[index] = ""
-                else:
-                    cell = _join(value) if type(value) is list else _text(value)
+                else:  # choices (a non-string one raises: checked path), or a stray number
+                    cell = _join_choices(value) if type(value) is list else _text(value)
                     row[index] = cell if len(cell) <= limit else fit_cell(cell, limit)
         except Exception:
             return self._build_checked(answer_id, user_name, submitted_at, answer_items)
