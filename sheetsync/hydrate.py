@@ -10,16 +10,18 @@ SQLAlchemy's connection (so its events and logging still see it) but without its
 per-row type processing, and the two typed columns are read as text and converted
 here, where it is cheaper:
 
-- ``answer`` (``json``, stored as sent) is decoded by orjson, about twice as fast as
-  :func:`json.loads` on these small documents. orjson refuses a few things
+- ``answer`` (``json``, stored as sent) is decoded by orjson, about three times as
+  fast as :func:`json.loads` on these small documents. orjson refuses a few things
   :func:`json.loads` reads (``NaN``, lone surrogates): those documents fall back to
   :func:`json.loads`, so the result is the same. One difference remains, by design: an
   integer beyond 64 bits (20 digits and more) comes back as a float. Answer values are
   strings by contract (:class:`~sheetsync.models.SubmissionAnswer`); only a stray,
   out-of-contract number that long would show rounded in the sheet.
 - ``submitted_at`` comes as ISO 8601 text, which :meth:`datetime.fromisoformat` parses
-  several times faster than the drivers' loaders; anything it does not take (another
-  ``DateStyle``, years beyond 9999, ``infinity``) goes through the usual loader.
+  about three times faster than psycopg's loader (and SQLAlchemy's conversion to UTC
+  after it). On PostgreSQL, text it does not take (another ``DateStyle``, years beyond
+  9999, ``infinity``) goes to psycopg's loader, errors included; on SQLite, text other
+  than SQLAlchemy's own naive format is read the way SQLAlchemy reads it.
 
 Decoding allocates tens of thousands of small containers per batch, none of them
 cyclic. Left alone, the cyclic garbage collector runs over a hundred times meanwhile,
