@@ -10,7 +10,13 @@ import json
 import logging
 import urllib.request
 
+import redis
+
+from sheetsync.keys import alert_once_key
 from sheetsync.settings import Settings, get_settings
+
+#: The same alert (same topic) is sent at most once in this many seconds.
+DEFAULT_REPEAT_AFTER_S = 3600
 
 log = logging.getLogger(__name__)
 
@@ -35,3 +41,26 @@ def send_alert(text: str, *, settings: Settings | None = None) -> bool:
         log.error("alert webhook failed: %s", type(exc).__name__)
         return False
     return True
+
+
+def send_alert_once(
+    client: redis.Redis,
+    topic: str,
+    text: str,
+    *,
+    repeat_after_s: int = DEFAULT_REPEAT_AFTER_S,
+    settings: Settings | None = None,
+) -> bool:
+    """Send ``text`` unless an alert on ``topic`` went out in the last ``repeat_after_s``.
+
+    A broken link or a deleted sheet fails every flush of a busy form; the operator
+    needs to hear it once an hour, not every ten seconds. If Redis cannot say, send.
+    """
+    try:
+        first = client.set(alert_once_key(topic), "1", nx=True, ex=repeat_after_s)
+    except redis.RedisError:
+        first = True
+    if not first:
+        log.info("alert on %s already sent within %d s", topic, repeat_after_s)
+        return False
+    return send_alert(text, settings=settings)

@@ -18,7 +18,7 @@ from sqlalchemy import event, select
 from sqlalchemy.orm import Session
 
 from sheetsync import deadletters, ledger
-from sheetsync.alerts import send_alert
+from sheetsync.alerts import send_alert_once
 from sheetsync.dispatch import queue_for_plan, send_all
 from sheetsync.errors import NotFoundError, ValidationError
 from sheetsync.keys import BufferKey, check_id
@@ -131,12 +131,14 @@ def _record(session: Session, answer_id: str, pipeline: Pipeline) -> _Plan:
                 link.create_user_id, link.submission_id, link.spread_sheet_id, link.sheet_id
             )
         except ValidationError as exc:
-            _invalid(session, plan, answer_id, link, f"link {link.id} is malformed: {exc}")
+            _invalid(
+                session, pipeline, plan, answer_id, link, f"link {link.id} is malformed: {exc}"
+            )
             continue
         credential = credentials.get(link.create_user_id)
         if credential is None:
             message = f"link {link.id}: owner {link.create_user_id} has no Google credential"
-            _invalid(session, plan, answer_id, link, message)
+            _invalid(session, pipeline, plan, answer_id, link, message)
             continue
         if credential.status is not CredentialStatus.VALID:
             deadletters.park(
@@ -157,7 +159,12 @@ def _record(session: Session, answer_id: str, pipeline: Pipeline) -> _Plan:
 
 
 def _invalid(
-    session: Session, plan: _Plan, answer_id: str, link: SpreadSheet, message: str
+    session: Session,
+    pipeline: Pipeline,
+    plan: _Plan,
+    answer_id: str,
+    link: SpreadSheet,
+    message: str,
 ) -> None:
     plan.invalid.append(message)
     if isinstance(link.sheet_id, int) and isinstance(link.spread_sheet_id, str):
@@ -169,7 +176,12 @@ def _invalid(
             TransactionType.VALIDATION_FAILED,
             message,
         )
-    send_alert(f"VALIDATION_FAILED: {message}")
+    send_alert_once(
+        pipeline.redis,
+        f"link:{link.id}",
+        f"VALIDATION_FAILED: {message}",
+        settings=pipeline.settings,
+    )
 
 
 def _push_after_commit(

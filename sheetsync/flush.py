@@ -18,7 +18,7 @@ from typing import Literal
 from sqlalchemy.exc import OperationalError
 
 from sheetsync import crypto, deadletters
-from sheetsync.alerts import send_alert
+from sheetsync.alerts import send_alert_once
 from sheetsync.batches import Batch, BatchBuilder
 from sheetsync.buffer import Dispatch
 from sheetsync.errors import (
@@ -330,7 +330,9 @@ class _Run:
         self._trim(len(ids), None)
         self.outcome.parked += len(pending)
         if pending:
-            send_alert(
+            send_alert_once(
+                self.p.redis,
+                f"{reason.value}:{self.key.base}",
                 f"{reason.value}: {len(pending)} answers of form {self.key.submission_id} for "
                 f"spreadsheet {self.key.spread_sheet_id} (gid {self.key.sheet_id}, owner "
                 f"{self.key.user_id}) moved to a dead letter: {message}",

@@ -20,6 +20,8 @@ BUFFER_INDEX = f"{PREFIX}:buffers"
 #: ZSET windows of the rate limiter, one per Google account and one for the project.
 RATE_ACCOUNT = f"{PREFIX}:rate:account:"
 RATE_PROJECT = f"{PREFIX}:rate:project"
+#: STRING per alert topic, set while a repeat of that alert is held back.
+ALERTED = f"{PREFIX}:alerted:"
 
 _ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 _BASE = re.compile(
@@ -94,6 +96,10 @@ class BufferKey:
 
 def rate_account_key(google_account_id: str) -> str:
     return f"{RATE_ACCOUNT}{google_account_id}"
+
+
+def alert_once_key(topic: str) -> str:
+    return f"{ALERTED}{topic}"
 
 
 def token_buffer(token: str) -> BufferKey:

@@ -138,8 +138,12 @@ def test_stats_count_requests_429s_and_the_busiest_window(
     assert alice_stats["requests"]["by_kind"] == {"values.append": 9}
     assert alice_stats["rate_limited"] == 2
     assert alice_stats["max_in_window"]["writes"] == 4
-    assert stats["by_account"]["bob"]["max_in_window"] == {"reads": 1, "writes": 1}
+    assert stats["by_account"]["bob"]["max_in_window"] == {"reads": 1, "writes": 1, "all": 2}
     assert 4 <= stats["max_in_window"]["writes"] <= 5  # bob's write may share alice's window
+    assert 5 <= stats["max_in_window"]["all"] <= 6
+    times = emulator_admin.stats(times=True)["served_times"]
+    assert len(times) == 9 and times == sorted(times)
+    assert stats["served_span_s"] == pytest.approx(times[-1] - times[0], abs=0.01)
 
     emulator_admin.reset_stats()
     assert emulator_admin.stats()["requests"]["total"] == 0
