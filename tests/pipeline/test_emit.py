@@ -109,7 +109,12 @@ def test_malformed_link_is_validation_failed_and_alerted_others_flow(world, aler
         good.spreadsheet_id: TransactionType.ENQUEUED,
         "not a valid id!": TransactionType.VALIDATION_FAILED,
     }
-    assert any(f"link {bad_link}" in text for text in alerts.texts)
+    assert [text for text in alerts.texts if f"link {bad_link}" in text]
+
+    # Every later answer of the form fails the same way; the operator hears it once.
+    [another] = world.answers(form, 1, prefix="again")
+    assert len(emit_answer_submitted(another).invalid) == 1
+    assert len([text for text in alerts.texts if f"link {bad_link}" in text]) == 1
 
 
 def test_an_invalid_credential_sends_the_answer_straight_to_the_dead_letter(world, pipeline):
