@@ -145,11 +145,12 @@ def time_formatter(zone: tzinfo) -> Callable[[datetime], str]:
 
     It works in whole seconds since the epoch: the zone's offset is looked up once per
     UTC hour (checked at both ends of the hour; an hour with a change of offset, such as
-    a DST switch, is left to :func:`format_time`), and the date text once per local
-    day. The rest is arithmetic and two table lookups. Use one per zone and batch.
+    a DST switch, is left to :func:`format_time`), and the ``YYYY-MM-DD HH`` text once
+    per local hour. The rest is arithmetic and a table of ``:MM:SS``. Use one per zone
+    and batch (or longer: the caches are bounded).
     """
     offsets: dict[int, int] = {}  # UTC hour since the epoch -> offset in seconds, or _MIXED
-    days: dict[int, str] = {}  # local day since the epoch -> "YYYY-MM-DD"
+    hours: dict[int, str] = {}  # local hour since the epoch -> "YYYY-MM-DD HH"
 
     def offset_of(hour: int) -> int:
         start = _EPOCH + timedelta(hours=hour)
@@ -167,25 +168,25 @@ def time_formatter(zone: tzinfo) -> Callable[[datetime], str]:
             seconds: int = (value - _EPOCH) // _SECOND
         except TypeError:  # naive, or a tzinfo without an offset
             return format_time(value, zone)
-        hour = seconds // 3600
-        offset = offsets.get(hour)
+        offset = offsets.get(seconds // 3600)
         if offset is None:
             if len(offsets) >= _CACHE_ENTRIES:
                 offsets.clear()
-            offset = offsets[hour] = offset_of(hour)
+            offset = offsets[seconds // 3600] = offset_of(seconds // 3600)
         if offset == _MIXED:
             return format_time(value, zone)
-        day, second = divmod(seconds + offset, 86400)
-        date_text = days.get(day)
-        if date_text is None:
+        local = seconds + offset
+        hour_text = hours.get(local // 3600)
+        if hour_text is None:
+            day, hour = divmod(local // 3600, 24)
             try:
-                date_text = date.fromordinal(day + _EPOCH_ORDINAL).isoformat()
+                hour_text = date.fromordinal(day + _EPOCH_ORDINAL).isoformat() + _HOUR_TEXT[hour]
             except (ValueError, OverflowError):  # beyond year 9999 in the zone
                 return format_time(value, zone)
-            if len(days) >= _CACHE_ENTRIES:
-                days.clear()
-            days[day] = date_text
-        return date_text + _HOUR_TEXT[second // 3600] + _MINUTE_SECOND_TEXT[second % 3600]
+            if len(hours) >= _CACHE_ENTRIES:
+                hours.clear()
+            hours[local // 3600] = hour_text
+        return hour_text + _MINUTE_SECOND_TEXT[local % 3600]
 
     return format_local
 
