@@ -35,6 +35,9 @@ MAX_REQUEST_BYTES = 32 * 1024 * 1024
 async def sheets_api(request: web.Request) -> web.StreamResponse:
     """Every ``/v4/spreadsheets...`` request."""
     state = request.app[STATE_KEY]
+    # Quotas count a request when it arrives, as Google's front end does, not after its
+    # body was read: a large append must not look later than it was.
+    arrived = state.clock()
     call = recognise(request.method, request.rel_url.raw_path)
     if call is None:
         return error_response(state, ApiError.not_found())
@@ -55,12 +58,12 @@ async def sheets_api(request: web.Request) -> web.StreamResponse:
         if fault.action == "hang":
             await asyncio.sleep(fault.seconds)
     try:
-        state.quotas.take(account, call.access, state.clock())
+        state.quotas.take(account, call.access, arrived)
     except QuotaExceededError as error:
         state.stats.record_rate_limited(account, error.scope)
         response = error_response(state, error)
     else:
-        state.stats.record_served(account, call.access, state.clock())
+        state.stats.record_served(account, call.access, arrived)
         response = _serve(request, state, call, account, raw_body)
     if fault is not None and fault.action == "drop":
         return drop_connection(request)

@@ -7,6 +7,7 @@ request is not recorded, so it does not use up the window (as with Google).
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 from collections import deque
 from dataclasses import dataclass
@@ -92,8 +93,10 @@ class QuotaBook:
             raise quota_exceeded(access, "account", self.limits.limit(access, "account"))
         if len(project_window) >= self.limits.limit(access, "project"):
             raise quota_exceeded(access, "project", self.limits.limit(access, "project"))
-        account_window.append(now)
-        project_window.append(now)
+        # In order even when requests finish arriving out of order (``now`` is when each
+        # one arrived), so expiry from the left stays exact.
+        bisect.insort(account_window, now)
+        bisect.insort(project_window, now)
 
     def usage(self, now: float) -> dict[str, Any]:
         """Requests in the current window, per project and per account."""
