@@ -76,8 +76,13 @@ def _missing_from_buffer(pipeline: Pipeline, key: BufferKey, ids: list[str]) -> 
     with no job lost everything; a busy one is checked id by id.
     """
     client = pipeline.redis
-    if not client.llen(key.buf) and not client.exists(key.job):
+    length, has_job = client.llen(key.buf), client.exists(key.job)
+    if not length and not has_job:
         return ids
+    if length and not has_job:
+        # Ids with no task and no index entry (Redis lost some keys): enqueue only makes
+        # a job for an empty list, so give this one its job here.
+        send_all([d for d in [pipeline.store.sweep(key, QUEUE_DEFAULT)] if d is not None])
     pipe = client.pipeline(transaction=False)
     for answer_id in ids:
         pipe.lpos(key.buf, answer_id)

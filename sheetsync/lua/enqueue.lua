@@ -32,7 +32,13 @@ for t = 1, targets do
   local buf, job, sheet = KEYS[3 * t - 1], KEYS[3 * t], KEYS[3 * t + 1]
   local base, queue = ARGV[4 + 2 * t], ARGV[5 + 2 * t]
   local length = redis.call('RPUSH', buf, unpack(ARGV, first_id))
-  local state, promoted = unpack(redis.call('HMGET', job, 'state', 'promoted'))
+  local pushed = #ARGV - first_id + 1
+  local state, promoted = 'scheduled', '1'
+  -- A non-empty list always has its job (I1; the sweeper repairs it if not), so only
+  -- a list that was empty, or one at the threshold, needs to look at the job.
+  if length == pushed or length >= threshold then
+    state, promoted = unpack(redis.call('HMGET', job, 'state', 'promoted'))
+  end
   local result = {}
   if state == 'scheduled' and promoted ~= '1' and length >= threshold then
     -- Promotion (I3): the list reached the threshold while a delayed task waits.

@@ -182,3 +182,30 @@ def test_reconciler_restores_ids_lost_from_a_busy_buffer(world, pipeline_env, ad
         wait_until(lambda: sorted(world.ids_in(sheet)) == sorted(ids))
         wait_until(lambda: not world.leftover_keys())
     assert world.ledger_counts() == {"COMPLETED": 10}
+
+
+def test_reconciler_revives_a_list_whose_job_and_index_entry_were_lost(world, pipeline_env):
+    from celery.contrib.testing.worker import start_worker
+
+    import tasks
+    from sheetsync.dispatch import QUEUES
+    from sheetsync.keys import BUFFER_INDEX
+    from sheetsync.pipeline import get_pipeline
+
+    pipeline_env(flush_delay_s=1)
+    pipeline = get_pipeline()
+    form = world.form()
+    sheet = world.sheet(form)
+    ids = world.answers(form, 5)
+    for answer_id in ids[:3]:
+        emit_answer_submitted(answer_id)
+    key = BufferKey(form.owner_id, form.submission_id, sheet.spreadsheet_id, sheet.gid)
+    pipeline.redis.delete(key.job, BUFFER_INDEX)  # lost; the list survived
+    for answer_id in ids[3:]:
+        emit_answer_submitted(answer_id)  # a non-empty list makes no new job
+    assert not pipeline.redis.exists(key.job)
+
+    repair.reconcile(pipeline)
+    with start_worker(tasks.app, pool="solo", perform_ping_check=False, queues=list(QUEUES)):
+        wait_until(lambda: world.ids_in(sheet) == ids)
+        wait_until(lambda: not world.leftover_keys())
