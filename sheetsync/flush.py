@@ -102,6 +102,7 @@ class _Run:
         self.outcome = Outcome("done")
         self._client: SheetsClient | None = None
         self._google_account: str | None = None
+        self._title_from_cache = False
 
     def run(self) -> Outcome:
         try:
@@ -127,6 +128,12 @@ class _Run:
         except CredentialError as exc:
             self._park_buffer(DeadLetterReason.CREDENTIAL, str(exc))
         except PermanentError as exc:
+            if self._title_from_cache and exc.status == 400:
+                # Most likely the tab was renamed since we cached its title: forget it
+                # and run again at once; a gid that is really gone fails for good then.
+                log.warning("flush %s: %s; looking the sheet up again", self.token, exc)
+                self.p.store.forget_sheet(self.key, "title", "header_ok")
+                return self._finish(countdown_s=0)
             self._park_buffer(DeadLetterReason.PERMANENT, str(exc))
         except TransientError as exc:
             return self._transient(exc)
@@ -166,6 +173,7 @@ class _Run:
     def _title(self) -> str:
         cache = self.p.store.sheet_cache(self.key)
         if cache.title is not None:
+            self._title_from_cache = True
             return cache.title
         self._renew()
         title = self.client.sheet_title(self.key.spread_sheet_id, self.key.sheet_id)

@@ -92,3 +92,21 @@ def test_deleted_spreadsheet_and_unknown_gid_fail_permanently_others_flow(
     assert world.ledger_counts() == {"COMPLETED": 15, "FAILED": 30}
     texts = " ".join(alerts.texts)
     assert "404" in texts and "987654" in texts
+
+
+def test_a_renamed_tab_is_looked_up_again_not_dead_lettered(world, worker, admin):
+    from sheetsync.keys import BufferKey
+    from sheetsync.pipeline import get_pipeline
+
+    form = world.form()
+    sheet = world.sheet(form)
+    key = BufferKey(form.owner_id, form.submission_id, sheet.spreadsheet_id, sheet.gid)
+    # What a cache looks like after the owner renamed the tab "Old name" to "Responses".
+    get_pipeline().store.remember_sheet(key, title="Old name", header_ok=0)
+    ids = world.answers(form, 5)
+    for answer_id in ids:
+        emit_answer_submitted(answer_id)
+    wait_until(lambda: world.ids_in(sheet) == ids)
+    wait_until(lambda: not world.leftover_keys())
+    assert world.dead_letters() == []
+    assert world.ledger_counts() == {"COMPLETED": 5}
