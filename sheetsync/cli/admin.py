@@ -3,15 +3,13 @@ credentials and personal-info keys."""
 
 from __future__ import annotations
 
-import importlib
-import inspect
 import re
 import sys
 from typing import Annotated, Any
 
 import typer
 
-from sheetsync.cli.output import EXIT_ERROR, fail, hint, mask_url, out
+from sheetsync.cli.output import hint, mask_url, out
 from sheetsync.cli.runtime import load_settings, open_database, open_pipeline
 
 #: Where the emulator listens unless told otherwise (SPEC 4.2).
@@ -117,7 +115,8 @@ def emulator(
     ] = None,
 ) -> None:
     """Run the Sheets API emulator (in memory) until interrupted."""
-    serve = _optional("sheetsync.emulator", "serve", "the Sheets API emulator")
+    from sheetsync.emulator import serve
+
     quotas: dict[str, Any] = {
         name: value
         for name, value in (
@@ -129,12 +128,7 @@ def emulator(
         )
         if value is not None
     }
-    if quotas and not _accepts(serve, quotas):
-        fail("this emulator does not take quota options; run it without them")
-    options: dict[str, Any] = dict(quotas)
-    if _accepts(serve, {"announce": None}):
-        options["announce"] = _Announcer()
-    serve(host, port, **options)
+    serve(host, port, announce=_Announcer(), **quotas)
 
 
 class _Announcer:
@@ -164,31 +158,8 @@ def demo(
     ] = False,
 ) -> None:
     """Run the end-to-end demo against the emulator."""
-    run_demo = _optional("sheetsync.demo", "run_demo", "the demo")
+    from sheetsync.demo import run_demo
+
     code = run_demo(keep=keep)
     if code:
         raise typer.Exit(int(code))
-
-
-def _optional(module_name: str, attribute: str, what: str) -> Any:
-    """``module_name.attribute``, or one error line when this build does not have it."""
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name is not None and module_name.startswith(exc.name):
-            fail(f"{what} is not available in this build ({module_name} is missing)", EXIT_ERROR)
-        raise
-    found = getattr(module, attribute, None)
-    if found is None:
-        fail(f"{what} is not available in this build ({module_name}.{attribute} is missing)")
-    return found
-
-
-def _accepts(function: Any, options: dict[str, Any]) -> bool:
-    try:
-        parameters = inspect.signature(function).parameters.values()
-    except (TypeError, ValueError):
-        return True
-    names = {p.name for p in parameters}
-    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
-    return takes_any or set(options) <= names

@@ -11,7 +11,6 @@ import time
 import urllib.request
 from datetime import timedelta
 
-import pytest
 from cli_harness import SCRIPT, Cli
 from factories import seed_answers, seed_form, seed_user
 
@@ -93,16 +92,6 @@ def test_pii_rotate_moves_everything_to_the_newest_key(cli: Cli) -> None:
     assert values
     for value in values:
         new_only.decrypt(value)  # raises if any value stayed under the old key
-
-
-def test_demo_says_so_when_missing(cli: Cli) -> None:
-    if importlib.util.find_spec("sheetsync.demo") is not None:
-        pytest.skip("sheetsync.demo exists; the demo is tested with it")
-    result = cli("demo")
-    assert result.code == 1
-    assert result.error_lines == [
-        "error: the demo is not available in this build (sheetsync.demo is missing)"
-    ]
 
 
 def _free_port() -> int:
