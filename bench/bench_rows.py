@@ -20,28 +20,23 @@ import argparse
 import os
 import random
 import statistics
-import sys
 import tempfile
 import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 
 from sqlalchemy import create_engine
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-from factories import seed_answers, seed_form
 
 from sheetsync.crypto import Keyring
 from sheetsync.db import make_engine, normalize_url, session_factory, upgrade
 from sheetsync.hydrate import fetch_answers, gc_paused
 from sheetsync.models import QuestionType
 from sheetsync.rows import RowBuilder, load_layout
+from sheetsync.seed import seed_answers, seed_form
 from sheetsync.settings import Settings
 
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"

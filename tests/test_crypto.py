@@ -8,7 +8,6 @@ import os
 import pickle
 
 import pytest
-from factories import seed_answers, seed_form
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -16,6 +15,7 @@ from sheetsync import crypto
 from sheetsync.crypto import EMPTY_KEYS_MESSAGE, Keyring, rotate_pii
 from sheetsync.errors import CryptoError
 from sheetsync.models import GoogleCredential, SubmissionAnswer
+from sheetsync.seed import seed_answers, seed_form
 
 SECRET = "010-1234-5678 홍길동"
 

@@ -8,7 +8,6 @@ import math
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from factories import DEFAULT_FIRST_SUBMITTED_AT, seed_answers, seed_form
 from sqlalchemy import Engine, event, text
 from sqlalchemy.orm import Session
 
@@ -16,6 +15,7 @@ from sheetsync.db import is_postgres
 from sheetsync.hydrate import AnswerRecord, decode_json, fetch_answers, gc_paused
 from sheetsync.models import QuestionType, Submission, SubmissionAnswer, User
 from sheetsync.rows import RowBuilder, load_layout
+from sheetsync.seed import DEFAULT_FIRST_SUBMITTED_AT, seed_answers, seed_form
 
 
 def test_fetch_answers_returns_existing_ones_by_id(

@@ -8,7 +8,6 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from factories import seed_answers, seed_form
 from sqlalchemy import Column, Engine, Integer, MetaData, inspect, select, text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.exc import IntegrityError, StatementError
@@ -29,6 +28,7 @@ from sheetsync.models import (
     TransactionType,
     User,
 )
+from sheetsync.seed import seed_answers, seed_form
 
 KST = timezone(timedelta(hours=9))
 

@@ -10,7 +10,6 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
-from factories import seed_form
 from sqlalchemy.orm import Session
 
 from sheetsync.crypto import Keyring
@@ -25,6 +24,7 @@ from sheetsync.rows import (
     load_layout,
     time_formatter,
 )
+from sheetsync.seed import seed_form
 from sheetsync.settings import Settings
 
 KEY = os.urandom(32)

@@ -2,7 +2,7 @@
 
 ``cli`` runs ``.venv/bin/sheetsync`` in a subprocess against a fresh SQLite file (made
 with ``sheetsync db upgrade``), Redis DB 13 (flushed before and after) and new PII keys.
-The same variables are set in this process, so seeding with the factories encrypts
+The same variables are set in this process, so seeding with sheetsync.seed encrypts
 with the keys the command line decrypts with.
 """
 

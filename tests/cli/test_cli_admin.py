@@ -12,7 +12,6 @@ import urllib.request
 from datetime import timedelta
 
 from cli_harness import SCRIPT, Cli
-from factories import seed_answers, seed_form, seed_user
 
 from sheetsync.crypto import Keyring, generate_key
 from sheetsync.models import (
@@ -22,6 +21,7 @@ from sheetsync.models import (
     SubmissionAnswer,
     utcnow,
 )
+from sheetsync.seed import seed_answers, seed_form, seed_user
 
 
 def test_reconnect_makes_the_owners_entries_due(cli: Cli) -> None:

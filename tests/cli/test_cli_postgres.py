@@ -6,9 +6,9 @@ import json
 
 import pytest
 from cli_harness import Cli
-from factories import seed_user
 
 from sheetsync.models import CredentialStatus, DeadLetterReason, DeadLetterStatus, utcnow
+from sheetsync.seed import seed_user
 
 pytestmark = pytest.mark.postgres
 

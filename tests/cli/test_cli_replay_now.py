@@ -9,7 +9,6 @@ from datetime import timedelta
 
 import pytest
 from cli_harness import Cli
-from factories import link_sheet, seed_answers, seed_form
 
 from sheetsync.emulator import EmulatorAdmin, EmulatorServer
 from sheetsync.models import (
@@ -21,6 +20,7 @@ from sheetsync.models import (
     TransactionType,
     utcnow,
 )
+from sheetsync.seed import link_sheet, seed_answers, seed_form
 
 OWNER = "owner_1"
 ACCOUNT = "google-owner_1"

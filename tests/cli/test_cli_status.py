@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 from cli_harness import Cli
-from factories import seed_user
 
 from sheetsync.keys import BufferKey
 from sheetsync.models import DeadLetterReason, DeadLetterStatus
 from sheetsync.pipeline import Pipeline
+from sheetsync.seed import seed_user
 
 
 def test_status_json_shows_buffers_dead_letters_and_limits(cli: Cli) -> None:

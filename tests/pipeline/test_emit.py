@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 import redis
 from conftest import wait_until
-from factories import link_sheet, seed_form
 from sqlalchemy import select
 
 from sheetsync import emit_answer_submitted, repair
@@ -19,6 +18,7 @@ from sheetsync.models import (
     TransactionType,
 )
 from sheetsync.pipeline import get_pipeline
+from sheetsync.seed import link_sheet, seed_form
 
 
 def redis_keys(pipeline) -> list[bytes]:

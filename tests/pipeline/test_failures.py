@@ -65,7 +65,7 @@ def test_six_failures_in_a_row_become_a_transient_exhausted_dead_letter(
 def test_deleted_spreadsheet_and_unknown_gid_fail_permanently_others_flow(
     world, alerts, worker, admin
 ):
-    from factories import link_sheet
+    from sheetsync.seed import link_sheet
 
     form = world.form()
     healthy = world.sheet(form, "Healthy")

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from factories import SeededForm, link_sheet, seed_answers, seed_form
 from sqlalchemy import func, select
 
 from sheetsync.emulator.admin import EmulatorAdmin
 from sheetsync.keys import BUFFER_INDEX, PREFIX
 from sheetsync.models import DeadLetter, Plan, SheetTransaction, TransactionType
 from sheetsync.pipeline import Pipeline
+from sheetsync.seed import SeededForm, link_sheet, seed_answers, seed_form
 
 #: Emulator quotas for tests that are not about quotas: out of the way.
 GENEROUS_QUOTA = 1_000_000
