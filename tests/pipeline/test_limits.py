@@ -12,10 +12,10 @@ from sheetsync import emit_answer_submitted
 from sheetsync.models import SheetTransaction, TransactionType
 from sheetsync.pipeline import get_pipeline
 
-WINDOW_S = 2.0
+WINDOW_S = 4.0
 MARGIN_S = 0.1
-PER_ACCOUNT = 24
-PER_PROJECT = 60
+PER_ACCOUNT = 48
+PER_PROJECT = 120
 BUFFERS = 200
 ACCOUNTS = 3
 
@@ -70,8 +70,8 @@ def test_four_workers_never_exceed_the_quotas_and_use_most_of_them(world, worker
 
     requests = stats["requests"]["total"]
     assert requests == 3 * BUFFERS, stats["requests"]
-    # Every buffer needs 3 requests (sheet title, header, append); 3 accounts x 24 is
-    # more than the project's 60, so the project limit binds. Requests PER_PROJECT apart
+    # Every buffer needs 3 requests (sheet title, header, append); 3 accounts x 48 is
+    # more than the project's 120, so the project limit binds. Requests PER_PROJECT apart
     # may come no closer than the window; how close they come on average is how much of
     # the limit the pipeline used.
     times = admin.stats(times=True)["served_times"]
