@@ -63,11 +63,15 @@ def test_flush_tasks_show_in_flower(world, worker_processes, tmp_path):
             emit_answer_submitted(answer_id)
         wait_until(lambda: world.ids_in(sheet) == ids, timeout=30)
 
-        def flushes_seen():
-            return [t for t in flower_tasks(port).values() if t.get("name") == "sheetsync.flush"]
+        def flushes_done():
+            # Flower learns of a task from worker events: STARTED shows before SUCCESS.
+            return [
+                t
+                for t in flower_tasks(port).values()
+                if t.get("name") == "sheetsync.flush" and t.get("state") == "SUCCESS"
+            ]
 
-        seen = wait_until(flushes_seen, timeout=30)
-        assert seen[0]["state"] == "SUCCESS"
+        seen = wait_until(flushes_done, timeout=30)
         assert seen[0]["uuid"].startswith(f"sheetsync:{{{form.owner_id}:")
     finally:
         with suppress(ProcessLookupError):
