@@ -75,7 +75,7 @@ def flush_buffer(self: Task, token: str) -> str:
         )
     return (
         f"{outcome.status}: appended {outcome.appended}, parked {outcome.parked}, "
-        f"failed {outcome.failed}"
+        f"failed {outcome.failed}; Sheets requests: {', '.join(outcome.requests) or 'none'}"
     )
 
 
