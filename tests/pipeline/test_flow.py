@@ -60,6 +60,7 @@ def test_second_emit_inside_the_window_joins_the_same_flush(world, worker, admin
 
     wait_until(lambda: world.ids_in(sheet) == [first, second])
     wait_until(lambda: not world.leftover_keys())
+    wait_until(lambda: flushes(task_log))  # the postrun signal follows the task's return
     runs = flushes(task_log)
     assert len(runs) == 1, runs
     assert str(runs[0][3]).startswith("done: appended 2")
@@ -115,8 +116,12 @@ def test_tiers_route_pro_to_priority_and_free_to_default(world, worker, task_log
 
     from sheetsync.keys import token_buffer
 
-    queues = {token_buffer(run[1]).user_id: run[2] for run in flushes(task_log)}
-    assert queues == {"pro_owner": "sheetsync_priority", "free_owner": "sheetsync_default"}
+    def queues() -> dict[str, str]:
+        return {token_buffer(run[1]).user_id: run[2] for run in flushes(task_log)}
+
+    # Rows show in the sheet before the task returns and its postrun signal fires.
+    wait_until(lambda: len(queues()) == 2)
+    assert queues() == {"pro_owner": "sheetsync_priority", "free_owner": "sheetsync_default"}
 
 
 def test_an_answer_linked_to_three_sheets_lands_in_all_three(world, worker):
