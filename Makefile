@@ -34,16 +34,16 @@ bench: install
 	$(BIN)/python bench/run.py
 
 worker: install
-	$(BIN)/celery -A tasks worker -Q sheetsync_priority -c $(SHEETSYNC_WORKERS_PRIORITY) -n priority@%h &
-	$(BIN)/celery -A tasks worker -Q sheetsync_default -c $(SHEETSYNC_WORKERS_DEFAULT) -n default@%h &
-	$(BIN)/celery -A tasks worker -Q sheetsync_scheduled -c $(SHEETSYNC_WORKERS_SCHEDULED) -n scheduled@%h &
+	$(BIN)/celery -A sheetsync.celery worker -Q sheetsync_priority -c $(SHEETSYNC_WORKERS_PRIORITY) -n priority@%h &
+	$(BIN)/celery -A sheetsync.celery worker -Q sheetsync_default -c $(SHEETSYNC_WORKERS_DEFAULT) -n default@%h &
+	$(BIN)/celery -A sheetsync.celery worker -Q sheetsync_scheduled -c $(SHEETSYNC_WORKERS_SCHEDULED) -n scheduled@%h &
 	wait
 
 beat: install
-	$(BIN)/celery -A tasks beat --schedule /tmp/sheetsync-beat
+	$(BIN)/celery -A sheetsync.celery beat --schedule /tmp/sheetsync-beat
 
 flower: install
-	$(BIN)/celery -A tasks flower --port=5555
+	$(BIN)/celery -A sheetsync.celery flower --port=5555
 
 emulator: install
 	$(BIN)/sheetsync emulator --host 127.0.0.1 --port 8085

@@ -1,48 +1,11 @@
-"""Celery settings for sheetsync (SPEC 4.5), derived from the SHEETSYNC_* settings."""
+"""A shim: sheetsync's Celery settings live in :mod:`sheetsync.celery.config`.
 
-from __future__ import annotations
+Kept for ``celery --config celeryconfig`` and older imports; not installed.
+"""
 
-from typing import Any
-
-from sheetsync.dispatch import QUEUE_DEFAULT, QUEUE_SCHEDULED
-from sheetsync.settings import Settings, get_settings
-
-
-def config_for(settings: Settings) -> dict[str, Any]:
-    """The Celery configuration for these settings (tests rebuild it after changes)."""
-    return {
-        "broker_url": settings.celery_broker_url,
-        "broker_connection_retry_on_startup": True,
-        # A countdown longer than this would be redelivered (and run twice) by the Redis
-        # transport; nothing sheetsync sends comes near it (dead letters live in the DB).
-        "broker_transport_options": {"visibility_timeout": settings.visibility_timeout_s},
-        "task_acks_late": True,
-        "task_reject_on_worker_lost": True,
-        "worker_prefetch_multiplier": 1,
-        "task_ignore_result": True,
-        "result_backend": None,
-        "worker_send_task_events": True,
-        "task_send_sent_event": True,
-        "task_default_queue": QUEUE_DEFAULT,
-        "task_routes": {
-            "sheetsync.sweep": {"queue": QUEUE_SCHEDULED},
-            "sheetsync.reconcile": {"queue": QUEUE_SCHEDULED},
-            "sheetsync.dispatch_dead_letters": {"queue": QUEUE_SCHEDULED},
-            "sheetsync.replay_dead_letter": {"queue": QUEUE_SCHEDULED},
-        },
-        "beat_schedule": {
-            "sheetsync-sweep": {"task": "sheetsync.sweep", "schedule": settings.sweep_interval_s},
-            "sheetsync-reconcile": {
-                "task": "sheetsync.reconcile",
-                "schedule": settings.reconcile_interval_s,
-            },
-            "sheetsync-dead-letters": {
-                "task": "sheetsync.dispatch_dead_letters",
-                "schedule": settings.dlq_dispatch_interval_s,
-            },
-        },
-        "worker_hijack_root_logger": False,
-    }
-
+from sheetsync.celery.config import config_for
+from sheetsync.settings import get_settings
 
 globals().update(config_for(get_settings()))
+
+__all__ = ["config_for"]

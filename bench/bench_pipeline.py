@@ -77,15 +77,14 @@ class Stack:
         os.environ.update(self.env)
         from sheetsync.crypto import reset_keyring
         from sheetsync.pipeline import reset_pipeline
-        from sheetsync.settings import get_settings, reset_settings
+        from sheetsync.settings import reset_settings
 
         reset_settings()
         reset_keyring()
         reset_pipeline()
-        import celeryconfig
-        import tasks
+        from sheetsync.celery.application import reconfigure
 
-        tasks.app.conf.update(celeryconfig.config_for(get_settings()))
+        reconfigure()
         for url in (self.env["SHEETSYNC_REDIS_URL"], self.env["SHEETSYNC_BROKER_URL"]):
             redis.Redis.from_url(url).flushdb()
         upgrade(self.env["SHEETSYNC_DATABASE_URL"])

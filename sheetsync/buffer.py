@@ -35,6 +35,7 @@ _SCRIPT_NAMES = (
     "release",
     "sweep",
     "rate_take",
+    "heartbeat",
 )
 
 
@@ -58,6 +59,7 @@ class Scripts:
     release: Any
     sweep: Any
     rate_take: Any
+    heartbeat: Any
 
 
 def now_ms() -> int:

@@ -56,7 +56,7 @@ from sheetsync.local import (
 )
 from sheetsync.models import SheetTransaction, TransactionType
 from sheetsync.pipeline import Pipeline, get_pipeline, reset_pipeline
-from sheetsync.settings import get_settings, reset_settings
+from sheetsync.settings import reset_settings
 
 __all__ = ["DEMO_DIR", "DemoError", "run_demo"]
 
@@ -249,12 +249,11 @@ def _emit_and_drain(
     console: Console, pipeline: Pipeline, worker: WorkerProcess, answer_ids: list[str]
 ) -> None:
     """Emit every answer as a web app does, then wait until every row is COMPLETED."""
-    import celeryconfig
-    import tasks  # registers the Celery dispatcher that emit sends flush tasks with
     from sheetsync import emit_answer_submitted
+    from sheetsync.celery.application import reconfigure
 
-    # `tasks` may have been imported before the demo set its environment.
-    tasks.app.conf.update(celeryconfig.config_for(get_settings()))
+    # The Celery app may have been imported before the demo set its environment.
+    reconfigure()
     total = expected_rows()
     console.print(
         f"emitting  {len(answer_ids):,} answers with emit_answer_submitted, "

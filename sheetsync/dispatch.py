@@ -1,8 +1,8 @@
 """How the library hands work to the task queue without importing Celery.
 
-The Celery app in ``tasks`` registers a :class:`Dispatcher` on import. A web app that
-emits answers imports ``tasks`` (or registers its own dispatcher); if nothing is
-registered, the first send imports ``tasks`` to find one.
+The library sends through a :class:`Dispatcher`. Unless one was registered with
+:func:`set_dispatcher`, the first send builds :data:`DEFAULT_DISPATCHER`, found by its
+name: the library never imports the Celery app, so the two have no import cycle.
 """
 
 from __future__ import annotations
@@ -50,6 +50,9 @@ class Dispatcher(Protocol):
         """Send the replay task of one dead letter."""
 
 
+#: The dispatcher used unless another is registered: the Celery app's.
+DEFAULT_DISPATCHER = "sheetsync.celery.dispatcher:CeleryDispatcher"
+
 _dispatcher: Dispatcher | None = None
 
 
@@ -59,16 +62,18 @@ def set_dispatcher(dispatcher: Dispatcher | None) -> None:
 
 
 def get_dispatcher() -> Dispatcher:
+    """The registered dispatcher, else :data:`DEFAULT_DISPATCHER` (built once)."""
+    global _dispatcher  # noqa: PLW0603 (a process-wide registration)
     if _dispatcher is None:
+        module_name, _, class_name = DEFAULT_DISPATCHER.partition(":")
         try:
-            importlib.import_module("tasks")
+            factory = getattr(importlib.import_module(module_name), class_name)
         except ImportError as exc:
             raise ConfigError(
-                "no task dispatcher: import the `tasks` Celery app (or call "
-                f"sheetsync.dispatch.set_dispatcher) before emitting ({exc})"
+                f"no task dispatcher: {DEFAULT_DISPATCHER} could not be imported ({exc}); "
+                "install Celery or call sheetsync.dispatch.set_dispatcher"
             ) from None
-    if _dispatcher is None:
-        raise ConfigError("the `tasks` module did not register a dispatcher")
+        _dispatcher = factory()
     return _dispatcher
 
 

@@ -22,6 +22,10 @@ RATE_ACCOUNT = f"{PREFIX}:rate:account:"
 RATE_PROJECT = f"{PREFIX}:rate:project"
 #: STRING per alert topic, set while a repeat of that alert is held back.
 ALERTED = f"{PREFIX}:alerted:"
+#: ZSET of live worker and beat process names, scored by their last heartbeat (ms).
+HEARTBEATS = f"{PREFIX}:heartbeats"
+#: HASH per process (role, queues, pid, seen), expiring with its heartbeat.
+HEARTBEAT = f"{PREFIX}:heartbeat:"
 
 _ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 _BASE = re.compile(
@@ -100,6 +104,10 @@ def rate_account_key(google_account_id: str) -> str:
 
 def alert_once_key(topic: str) -> str:
     return f"{ALERTED}{topic}"
+
+
+def heartbeat_key(process_name: str) -> str:
+    return f"{HEARTBEAT}{process_name}"
 
 
 def token_buffer(token: str) -> BufferKey:

@@ -212,7 +212,7 @@ def start_celery_worker(
     queues: Sequence[str],
     log_path: Path,
     concurrency: int = 1,
-    app: str = "tasks",
+    app: str = "sheetsync.celery",
     name: str | None = None,
     pool: str = "prefork",
     loglevel: str = "INFO",

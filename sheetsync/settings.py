@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import difflib
 import functools
+import logging
+import os
 from typing import Annotated, Any
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
@@ -18,6 +21,12 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from sheetsync.errors import ConfigError
 
 ENV_PREFIX = "SHEETSYNC_"
+#: ``SHEETSYNC_*`` variables that are read elsewhere, not settings (tests, benchmarks, CLI).
+NON_SETTING_VARIABLES = ("SHEETSYNC_CLI_TRACEBACK", "SHEETSYNC_TEST_", "SHEETSYNC_BENCH_")
+#: The databases sheetsync runs on, by URL scheme.
+DATABASE_SCHEMES = ("sqlite", "postgresql", "postgres", "postgresql+psycopg")
+
+log = logging.getLogger(__name__)
 
 #: Where Google's OAuth server lives; the emulator replaces it in development.
 DEFAULT_GOOGLE_TOKEN_URI = "https://oauth2.googleapis.com/token"  # noqa: S105 (a URL)
@@ -88,7 +97,7 @@ class Settings(BaseSettings):
     #: The Redis broker's visibility timeout; no countdown may exceed it.
     visibility_timeout_s: float = Field(3_600.0, gt=0)
 
-    timezone: str = "Asia/Seoul"
+    timezone: str = "UTC"
     header_answer_id: str = "Answer ID"
     header_submitter: str = "Submitter"
     header_submitted_at: str = "Submitted at"
@@ -115,7 +124,12 @@ class Settings(BaseSettings):
     @classmethod
     def _split_keys(cls, value: Any) -> Any:
         if isinstance(value, str):
-            return tuple(part.strip() for part in value.split(",") if part.strip())
+            if not value.strip():
+                return ()
+            parts = [part.strip() for part in value.split(",")]
+            if not all(parts):
+                raise ValueError("holds an empty key (a stray comma?)")
+            return tuple(parts)
         return value
 
     @field_validator("pii_keys")
@@ -141,12 +155,43 @@ class Settings(BaseSettings):
             raise ValueError(f"unknown time zone {name!r}") from None
         return name
 
+    @field_validator("database_url")
+    @classmethod
+    def _check_database(cls, url: str) -> str:
+        scheme = url.partition("://")[0].lower()
+        if not url.partition("://")[1] or scheme not in DATABASE_SCHEMES:
+            shown = scheme if url.partition("://")[1] else "a URL without a scheme"
+            raise ValueError(
+                f"sheetsync runs on SQLite (sqlite:///path) or PostgreSQL "
+                f"(postgresql://user@host/db), not {shown}"
+            )
+        return url
+
     @model_validator(mode="after")
     def _check_urls(self) -> Settings:
         for name in ("redis_url", "broker_url"):
             url = getattr(self, name)
             if url is not None and not url.startswith(("redis://", "rediss://", "unix://")):
                 raise ValueError(f"{ENV_PREFIX}{name.upper()}: must be a redis:// URL")
+        return self
+
+    @model_validator(mode="after")
+    def _check_delays(self) -> Settings:
+        # Celery's Redis transport runs a task twice once its countdown passes the
+        # visibility timeout, so every delay sent as a countdown must stay below it.
+        limit = self.visibility_timeout_s
+        longest_retry = self.retry_base_s * 2**self.retry_max
+        for name, value in (
+            ("flush_delay_s", self.flush_delay_s),
+            ("rate_window_s", self.rate_window_s + self.rate_margin_s),
+            ("retry_base_s", longest_retry),
+            ("google_timeout_s", self.google_timeout_s),
+        ):
+            if value >= limit:
+                raise ValueError(
+                    f"{ENV_PREFIX}{name.upper()}: gives a countdown of {value:g} s, which must "
+                    f"stay below SHEETSYNC_VISIBILITY_TIMEOUT_S ({limit:g} s)"
+                )
         return self
 
     @property
@@ -159,11 +204,34 @@ class Settings(BaseSettings):
 
     @classmethod
     def load(cls, **overrides: Any) -> Settings:
-        """Read the environment; a bad value raises one-line :class:`ConfigError`."""
+        """Read the environment; a bad value raises one-line :class:`ConfigError`.
+
+        A ``SHEETSYNC_*`` variable that is not a setting (a typo, most likely) is logged
+        as a warning: it is not an error, because platforms set variables of their own
+        (Kubernetes adds ``<SERVICE>_PORT`` for every service).
+        """
         try:
-            return cls(**overrides)
+            settings = cls(**overrides)
         except ValidationError as exc:
             raise ConfigError(_one_line(exc)) from None
+        for warning in unknown_variables(os.environ):
+            log.warning("%s", warning)
+        return settings
+
+
+def unknown_variables(environ: Any) -> list[str]:
+    """One line per ``SHEETSYNC_*`` variable in ``environ`` that is not a setting."""
+    known = {f"{ENV_PREFIX}{name.upper()}" for name in Settings.model_fields}
+    lines = []
+    for name in sorted(environ):
+        if not name.startswith(ENV_PREFIX) or name in known:
+            continue
+        if name.startswith(NON_SETTING_VARIABLES):
+            continue
+        close = difflib.get_close_matches(name, known, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        lines.append(f"{name} is not a sheetsync setting and is ignored{hint}")
+    return lines
 
 
 def _one_line(exc: ValidationError) -> str:

@@ -38,7 +38,7 @@ from sheetsync.dispatch import QUEUES
 from sheetsync.emulator import EmulatorServer
 from sheetsync.emulator.admin import EmulatorAdmin
 from sheetsync.pipeline import Pipeline, get_pipeline, reset_pipeline
-from sheetsync.settings import get_settings, reset_settings
+from sheetsync.settings import reset_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_TEST_REDIS_URL = "redis://127.0.0.1:6379/15"
@@ -137,10 +137,9 @@ def pipeline_env(
         reset_settings()
         reset_keyring()
         reset_pipeline()
-        import celeryconfig
-        import tasks
+        from sheetsync.celery.application import reconfigure
 
-        tasks.app.conf.update(celeryconfig.config_for(get_settings()))
+        reconfigure()
         return dict(env)
 
     configure()
@@ -155,10 +154,10 @@ def pipeline(pipeline_env: Callable[..., dict[str, str]]) -> Pipeline:
 
 @pytest.fixture
 def worker(pipeline_env: Callable[..., dict[str, str]]) -> Iterator[Any]:
-    import tasks
+    from sheetsync.celery import app as celery_app
 
     with start_worker(
-        tasks.app,
+        celery_app,
         pool="solo",
         concurrency=1,
         perform_ping_check=False,
@@ -169,7 +168,7 @@ def worker(pipeline_env: Callable[..., dict[str, str]]) -> Iterator[Any]:
 
 
 class WorkerProcesses:
-    """Real ``celery -A tasks worker`` processes with the test's environment."""
+    """Real ``celery -A sheetsync.celery worker`` processes with the test's environment."""
 
     def __init__(self, env: dict[str, str], log_dir: Path) -> None:
         self.env = env
@@ -189,7 +188,7 @@ class WorkerProcesses:
                     "-m",
                     "celery",
                     "-A",
-                    "tasks",
+                    "sheetsync.celery",
                     "worker",
                     "-P",
                     "prefork",

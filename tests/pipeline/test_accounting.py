@@ -68,7 +68,7 @@ def test_mixed_faults_account_for_every_answer_and_leak_no_pii(
     import redis
     from celery.contrib.testing.worker import start_worker
 
-    import tasks
+    from sheetsync.celery import app as celery_app
     from sheetsync.dispatch import QUEUES
 
     caplog.set_level(logging.INFO)
@@ -100,7 +100,7 @@ def test_mixed_faults_account_for_every_answer_and_leak_no_pii(
     admin.add_fault("values.append", 3, "error", status=503, account="google-flaky")
     admin.add_fault("values.append", 1, "drop", account="google-healthy")
 
-    with start_worker(tasks.app, pool="solo", perform_ping_check=False, queues=list(QUEUES)):
+    with start_worker(celery_app, pool="solo", perform_ping_check=False, queues=list(QUEUES)):
         for n, answer_id in enumerate(ids):
             if answer_id == "mix_3":
                 continue

@@ -32,12 +32,12 @@ def published():
 
 
 def test_a_long_countdown_is_refused(pipeline_env):
-    import tasks
+    from sheetsync.celery.dispatcher import checked_countdown
 
     pipeline_env(visibility_timeout_s=3600)
-    assert tasks.checked_countdown(30) == 30
+    assert checked_countdown(30) == 30
     with pytest.raises(ConfigError, match="visibility timeout"):
-        tasks.checked_countdown(7 * 86400)
+        checked_countdown(7 * 86400)
 
 
 def test_rate_limits_retries_and_dead_letters_stay_below_the_visibility_timeout(
@@ -45,7 +45,7 @@ def test_rate_limits_retries_and_dead_letters_stay_below_the_visibility_timeout(
 ):
     from celery.contrib.testing.worker import start_worker
 
-    import tasks
+    from sheetsync.celery import app as celery_app
     from sheetsync.dispatch import QUEUES
 
     visibility = 20.0
@@ -64,7 +64,7 @@ def test_rate_limits_retries_and_dead_letters_stay_below_the_visibility_timeout(
     flaky_ids = world.answers(flaky_form, 3, prefix="flaky")
     admin.add_fault("values.append", 6, "error", status=500, account="google-flaky")
 
-    with start_worker(tasks.app, pool="solo", perform_ping_check=False, queues=list(QUEUES)):
+    with start_worker(celery_app, pool="solo", perform_ping_check=False, queues=list(QUEUES)):
         for answer_id in ids + flaky_ids:
             emit_answer_submitted(answer_id)
         wait_until(lambda: world.ids_in(sheet) == ids, timeout=60)

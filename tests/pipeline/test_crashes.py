@@ -133,7 +133,7 @@ def test_worker_killed_mid_flush(world, pipeline_env, worker_processes, admin):
 def test_redis_loss_is_repaired_by_the_reconciler(world, pipeline_env, admin):
     from celery.contrib.testing.worker import start_worker
 
-    import tasks
+    from sheetsync.celery import app as celery_app
     from sheetsync.dispatch import QUEUES
     from sheetsync.pipeline import get_pipeline
 
@@ -149,7 +149,7 @@ def test_redis_loss_is_repaired_by_the_reconciler(world, pipeline_env, admin):
     pipeline.redis.flushdb()
     redis_lib.Redis.from_url(pipeline.settings.celery_broker_url).flushdb()
 
-    with start_worker(tasks.app, pool="solo", perform_ping_check=False, queues=list(QUEUES)):
+    with start_worker(celery_app, pool="solo", perform_ping_check=False, queues=list(QUEUES)):
         report = repair.reconcile(pipeline)
         assert report.answers == 100 and report.buffers == 2
         for sheet in sheets:
@@ -161,7 +161,7 @@ def test_redis_loss_is_repaired_by_the_reconciler(world, pipeline_env, admin):
 def test_reconciler_restores_ids_lost_from_a_busy_buffer(world, pipeline_env, admin):
     from celery.contrib.testing.worker import start_worker
 
-    import tasks
+    from sheetsync.celery import app as celery_app
     from sheetsync.dispatch import QUEUES
     from sheetsync.pipeline import get_pipeline
 
@@ -178,7 +178,7 @@ def test_reconciler_restores_ids_lost_from_a_busy_buffer(world, pipeline_env, ad
 
     report = repair.reconcile(pipeline)
     assert report.answers == 3  # only the lost ones, though the buffer is busy
-    with start_worker(tasks.app, pool="solo", perform_ping_check=False, queues=list(QUEUES)):
+    with start_worker(celery_app, pool="solo", perform_ping_check=False, queues=list(QUEUES)):
         wait_until(lambda: sorted(world.ids_in(sheet)) == sorted(ids))
         wait_until(lambda: not world.leftover_keys())
     assert world.ledger_counts() == {"COMPLETED": 10}
@@ -187,7 +187,7 @@ def test_reconciler_restores_ids_lost_from_a_busy_buffer(world, pipeline_env, ad
 def test_reconciler_revives_a_list_whose_job_and_index_entry_were_lost(world, pipeline_env):
     from celery.contrib.testing.worker import start_worker
 
-    import tasks
+    from sheetsync.celery import app as celery_app
     from sheetsync.dispatch import QUEUES
     from sheetsync.keys import BUFFER_INDEX
     from sheetsync.pipeline import get_pipeline
@@ -206,6 +206,6 @@ def test_reconciler_revives_a_list_whose_job_and_index_entry_were_lost(world, pi
     assert not pipeline.redis.exists(key.job)
 
     repair.reconcile(pipeline)
-    with start_worker(tasks.app, pool="solo", perform_ping_check=False, queues=list(QUEUES)):
+    with start_worker(celery_app, pool="solo", perform_ping_check=False, queues=list(QUEUES)):
         wait_until(lambda: world.ids_in(sheet) == ids)
         wait_until(lambda: not world.leftover_keys())

@@ -34,7 +34,7 @@ def sheetsync(env, *args):
 def test_revoked_mid_burst_then_reconnect_and_replay(world, pipeline_env, alerts, admin):
     from celery.contrib.testing.worker import start_worker
 
-    import tasks
+    from sheetsync.celery import app as celery_app
     from sheetsync.dispatch import QUEUES
 
     env = pipeline_env(flush_threshold=100, batch_size=100)
@@ -45,7 +45,7 @@ def test_revoked_mid_burst_then_reconnect_and_replay(world, pipeline_env, alerts
     ids = world.answers(form, 2000)
     admin.set_quotas(write_per_account=40, read_per_account=40, window_s=60)  # a slow sheet
 
-    with start_worker(tasks.app, pool="solo", perform_ping_check=False, queues=list(QUEUES)):
+    with start_worker(celery_app, pool="solo", perform_ping_check=False, queues=list(QUEUES)):
         producer = threading.Thread(target=lambda: [emit_answer_submitted(i) for i in ids])
         producer.start()
         wait_until(lambda: len(world.ids_in(sheet)) >= 200, timeout=60)

@@ -84,9 +84,9 @@ def test_beat_dispatch_replays_on_the_scheduled_queue(world, worker, admin):
         sheet = world.sheet(form)
         ids = world.answers(form, 3)
         park(world, form, sheet, ids)
-        import tasks
+        from sheetsync.celery.tasks import dispatch_dead_letters
 
-        tasks.dispatch_dead_letters.delay()
+        dispatch_dead_letters.delay()
         wait_until(lambda: world.ids_in(sheet) == ids)
         wait_until(lambda: world.dead_letters()[0].status is DeadLetterStatus.DONE)
     finally:

@@ -25,7 +25,7 @@ def test_transient_faults_recover_through_retries(
 ):
     from celery.contrib.testing.worker import start_worker
 
-    import tasks
+    from sheetsync.celery import app as celery_app
     from sheetsync.dispatch import QUEUES
 
     pipeline_env(google_timeout_s=1)
@@ -33,7 +33,7 @@ def test_transient_faults_recover_through_retries(
     sheet = world.sheet(form)
     ids = world.answers(form, 20)
     admin.add_fault("values.append", count, fault, **options)
-    with start_worker(tasks.app, pool="solo", perform_ping_check=False, queues=list(QUEUES)):
+    with start_worker(celery_app, pool="solo", perform_ping_check=False, queues=list(QUEUES)):
         for answer_id in ids:
             emit_answer_submitted(answer_id)
         wait_until(lambda: not world.leftover_keys(), timeout=30)

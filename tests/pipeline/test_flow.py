@@ -70,7 +70,7 @@ def test_second_emit_inside_the_window_joins_the_same_flush(world, worker, admin
 def test_promotion_at_threshold_replaces_the_delayed_task(world, pipeline_env, admin, task_log):
     from celery.contrib.testing.worker import start_worker
 
-    import tasks
+    from sheetsync.celery import app as celery_app
     from sheetsync.dispatch import QUEUES
     from sheetsync.flush import flush
     from sheetsync.keys import BufferKey
@@ -83,7 +83,7 @@ def test_promotion_at_threshold_replaces_the_delayed_task(world, pipeline_env, a
     ids = world.answers(form, 20)
     key = BufferKey(form.owner_id, form.submission_id, sheet.spreadsheet_id, sheet.gid)
 
-    with start_worker(tasks.app, pool="solo", perform_ping_check=False, queues=list(QUEUES)):
+    with start_worker(celery_app, pool="solo", perform_ping_check=False, queues=list(QUEUES)):
         emit_answer_submitted(ids[0])
         delayed_token = pipeline.store.job_state(key)["token"]
         started = time.monotonic()

@@ -1,0 +1,51 @@
+"""The Celery app: ``celery -A sheetsync.celery worker`` (or beat, or flower).
+
+It reads its configuration from the ``SHEETSYNC_*`` settings. Run by the ``celery``
+command, a bad setting prints one line and exits 1 instead of a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from celery import Celery
+from celery.signals import worker_process_init
+
+from sheetsync.celery.config import config_for
+from sheetsync.errors import ConfigError
+from sheetsync.pipeline import reset_pipeline
+from sheetsync.settings import Settings, get_settings
+
+#: The module that defines the tasks; workers import it at start.
+TASKS_MODULE = "sheetsync.celery.tasks"
+
+
+def _settings() -> Settings:
+    try:
+        return get_settings()
+    except ConfigError as exc:
+        if "celery.bin.celery" not in sys.modules:
+            raise  # imported by an application: its caller decides
+        # Run by the `celery` command, whose loader would print the whole traceback.
+        sys.stderr.write(f"error: {' '.join(str(exc).split())}\n")
+        raise SystemExit(1) from None
+
+
+app = Celery("sheetsync", include=[TASKS_MODULE])
+app.conf.update(config_for(_settings()))
+
+
+def reconfigure() -> None:
+    """Apply the current settings to the app (after the environment changed)."""
+    app.conf.update(config_for(get_settings()))
+
+
+@worker_process_init.connect
+def _after_fork(**_: Any) -> None:
+    # Connections opened by the parent must not be shared with forked children.
+    reset_pipeline()
+
+
+# Heartbeats for `sheetsync status` and `sheetsync health`: signal handlers only.
+from sheetsync.celery import health  # noqa: E402,F401

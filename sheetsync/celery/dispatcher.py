@@ -1,0 +1,45 @@
+"""Sends the library's tasks through the Celery app, by task name.
+
+The library finds this class by name (:data:`sheetsync.dispatch.DEFAULT_DISPATCHER`);
+it imports only the app, never the task bodies, so there is no import cycle between
+the library and the Celery app.
+"""
+
+from __future__ import annotations
+
+from sheetsync.buffer import Dispatch
+from sheetsync.celery.application import app
+from sheetsync.errors import ConfigError
+from sheetsync.settings import get_settings
+
+FLUSH_TASK = "sheetsync.flush"
+REPLAY_TASK = "sheetsync.replay_dead_letter"
+
+
+def checked_countdown(countdown_s: float) -> float:
+    """A countdown past the broker's visibility timeout would run twice: refuse it."""
+    limit = get_settings().visibility_timeout_s
+    if countdown_s >= limit:
+        raise ConfigError(
+            f"countdown {countdown_s:.0f}s is not below the visibility timeout {limit:.0f}s"
+        )
+    return max(0.0, countdown_s)
+
+
+class CeleryDispatcher:
+    """The :class:`sheetsync.dispatch.Dispatcher` of the Celery app."""
+
+    def send_flush(self, dispatch: Dispatch) -> None:
+        app.send_task(
+            FLUSH_TASK,
+            args=[dispatch.token],
+            task_id=dispatch.token,
+            queue=dispatch.queue,
+            countdown=checked_countdown(dispatch.countdown_s),
+        )
+
+    def revoke(self, token: str) -> None:
+        app.control.revoke(token)
+
+    def send_replay(self, dead_letter_id: int, countdown_s: float = 0.0) -> None:
+        app.send_task(REPLAY_TASK, args=[dead_letter_id], countdown=checked_countdown(countdown_s))

@@ -1,0 +1,56 @@
+"""The tasks: thin wrappers that call the library."""
+
+from __future__ import annotations
+
+from celery import Task
+
+from sheetsync import repair
+from sheetsync.celery.application import app
+from sheetsync.celery.dispatcher import CeleryDispatcher, checked_countdown
+from sheetsync.dispatch import send_all
+from sheetsync.flush import flush
+from sheetsync.pipeline import get_pipeline
+
+
+@app.task(bind=True, name="sheetsync.flush", max_retries=None)
+def flush_buffer(self: Task, token: str) -> str:
+    """Flush one buffer. The task id is the token (never reused)."""
+    outcome = flush(get_pipeline(), token)
+    if outcome.next is not None:
+        send_all([outcome.next])
+    if outcome.status == "retry":
+        assert outcome.retry_in_s is not None
+        raise self.retry(
+            countdown=checked_countdown(outcome.retry_in_s), exc=outcome.error, max_retries=None
+        )
+    return (
+        f"{outcome.status}: appended {outcome.appended}, parked {outcome.parked}, "
+        f"failed {outcome.failed}; Sheets requests: {', '.join(outcome.requests) or 'none'}"
+    )
+
+
+@app.task(name="sheetsync.sweep")
+def sweep() -> int:
+    return len(repair.sweep(get_pipeline()))
+
+
+@app.task(name="sheetsync.reconcile")
+def reconcile() -> int:
+    return repair.reconcile(get_pipeline()).answers
+
+
+@app.task(name="sheetsync.dispatch_dead_letters")
+def dispatch_dead_letters() -> int:
+    from sheetsync import replay
+
+    return replay.dispatch_due(get_pipeline())
+
+
+@app.task(name="sheetsync.replay_dead_letter")
+def replay_dead_letter(dead_letter_id: int) -> str:
+    from sheetsync import replay
+
+    result = replay.replay(get_pipeline(), dead_letter_id)
+    if result.retry_in_s is not None:
+        CeleryDispatcher().send_replay(dead_letter_id, result.retry_in_s)
+    return result.summary
