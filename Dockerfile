@@ -1,8 +1,29 @@
+# sheetsync: workers, beat, Flower, `sheetsync db upgrade` and the emulator, one image.
+# Runtime dependencies only (requirements-runtime.lock: the runtime + flower pins of
+# requirements.lock, from `make lock`), then the package itself with --no-deps.
 FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_NO_CACHE_DIR=1
+
 WORKDIR /app
-COPY requirements.lock pyproject.toml README.md ./
-RUN pip install --no-cache-dir -r requirements.lock
-COPY . .
-RUN pip install --no-cache-dir --no-deps . && useradd --create-home sheetsync
-USER sheetsync
+
+COPY requirements-runtime.lock ./
+RUN pip install --no-cache-dir -r requirements-runtime.lock
+
+# Only what the package and the `celery -A tasks` shim need; the files stay root-owned.
+COPY pyproject.toml README.md LICENSE ./
+COPY sheetsync ./sheetsync
+COPY tasks ./tasks
+COPY celeryconfig.py ./
+RUN pip install --no-cache-dir --no-deps . \
+    && useradd --create-home --uid 10001 --user-group sheetsync
+
+# Numeric, so that a runtime (e.g. Kubernetes' runAsNonRoot) can tell it is not root.
+USER 10001:10001
+
+# Compose runs `celery -A sheetsync.celery ...` (works from any directory); this default
+# still works from WORKDIR, which holds tasks/.
 CMD ["celery", "-A", "tasks", "worker", "--loglevel=INFO"]

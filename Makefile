@@ -9,7 +9,22 @@ export SHEETSYNC_WORKERS_PRIORITY ?= 5
 export SHEETSYNC_WORKERS_DEFAULT ?= 3
 export SHEETSYNC_WORKERS_SCHEDULED ?= 2
 
-.PHONY: install test test-fast lint demo bench flower worker beat emulator clean
+# Both lock files come from pyproject.toml through one uv command, so they pin the same
+# versions: requirements.lock (runtime + flower + dev; `make install`) and
+# requirements-runtime.lock (runtime + flower; the image), the second constrained by the
+# first. Existing pins are kept; `make lock LOCK_FLAGS=--upgrade` (or
+# `--upgrade-package NAME`) moves them, `LOCK_FLAGS=--generate-hashes` adds hashes.
+LOCK_FLAGS ?=
+UV_COMPILE = $(abspath $(BIN))/uv pip compile pyproject.toml --quiet --python-version 3.11 \
+	--custom-compile-command "make lock" $(LOCK_FLAGS)
+define compile_locks
+	cd $(1) && $(UV_COMPILE) --extra dev --extra flower -o requirements.lock
+	cd $(1) && $(UV_COMPILE) --extra flower -c requirements.lock -o requirements-runtime.lock
+endef
+LOCK_CHECK := $(VENV)/lock-check
+IMAGE ?= sheetsync:local
+
+.PHONY: install test test-fast lint lock lock-check image demo bench flower worker beat emulator clean
 
 install: $(STAMP)
 
@@ -26,6 +41,24 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/hadolint Dockerfile
+
+# Regenerate both lock files from pyproject.toml (needs PyPI).
+lock: install
+	$(call compile_locks,.)
+
+# Fails when a lock file is not what `make lock` would write now (needs PyPI).
+lock-check: install
+	rm -rf $(LOCK_CHECK) && mkdir -p $(LOCK_CHECK)
+	cp pyproject.toml requirements.lock requirements-runtime.lock $(LOCK_CHECK)/
+	$(call compile_locks,$(LOCK_CHECK))
+	diff -u requirements.lock $(LOCK_CHECK)/requirements.lock
+	diff -u requirements-runtime.lock $(LOCK_CHECK)/requirements-runtime.lock
+	rm -rf $(LOCK_CHECK)
+
+# Needs a Docker daemon.
+image:
+	docker build -t $(IMAGE) .
 
 demo: install
 	$(BIN)/sheetsync demo
