@@ -2,7 +2,8 @@
 
 Exit codes: 0 ok, 1 error, 2 usage. Every failure is one line on stderr
 (``error: ...``) with secrets masked, never a traceback; set
-``SHEETSYNC_CLI_TRACEBACK=1`` to see the traceback of an unexpected error.
+``SHEETSYNC_CLI_TRACEBACK=1`` to see the traceback of an unexpected error (one this
+module has no explanation for; a known failure never suggests it).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from collections.abc import Sequence
 import typer
 from typer.main import get_command
 
-from sheetsync.cli import admin, dlq
+from sheetsync.cli import admin, dlq, health
+from sheetsync.cli.helpformat import HelpCommand, new_app
 from sheetsync.cli.output import (
     ABORTS,
     CLICK_ERRORS,
@@ -27,7 +29,7 @@ from sheetsync.cli.output import (
     USAGE_ERRORS,
     error_line,
 )
-from sheetsync.cli.runtime import TRACEBACK_VARIABLE, describe
+from sheetsync.cli.runtime import TRACEBACK_VARIABLE, describe, first_line
 from sheetsync.cli.status import status
 
 __all__ = ["app", "main"]
@@ -35,21 +37,16 @@ __all__ = ["app", "main"]
 #: What Typer returns after Ctrl-C (128 + SIGINT), as shells do.
 EXIT_INTERRUPTED = 130
 
-app = typer.Typer(
-    name="sheetsync",
-    help="Stream form answers into Google Sheets: operate buffers, dead letters and tools.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-app.command("status")(status)
+app = new_app("Stream form answers into Google Sheets: operate buffers, dead letters and tools.")
+app.command("status", cls=HelpCommand)(status)
+app.command("health", cls=HelpCommand)(health.health)
 app.add_typer(dlq.app, name="dlq")
 app.add_typer(admin.db_app, name="db")
 app.add_typer(admin.credentials_app, name="credentials")
 app.add_typer(admin.keys_app, name="keys")
 app.add_typer(admin.pii_app, name="pii")
-app.command("emulator")(admin.emulator)
-app.command("demo")(admin.demo)
+app.command("emulator", cls=HelpCommand)(admin.emulator)
+app.command("demo", cls=HelpCommand)(admin.demo)
 
 
 @app.callback()
@@ -97,7 +94,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except USAGE_ERRORS as exc:
         ctx = getattr(exc, "ctx", None)
         where = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
-        error_line(exc.format_message() + where)  # type: ignore[attr-defined]
+        message = exc.format_message().rstrip().rstrip(".")  # type: ignore[attr-defined]
+        error_line(message + where)
         return EXIT_USAGE
     except CLICK_ERRORS as exc:
         error_line(exc.format_message())  # type: ignore[attr-defined]
@@ -119,7 +117,8 @@ def report(exc: Exception) -> int:
         if os.environ.get(TRACEBACK_VARIABLE):
             traceback.print_exception(exc)
         else:
-            message = f"unexpected {type(exc).__name__}: {exc}"
+            # The first line only: a message may quote data further down.
+            message = f"unexpected {type(exc).__name__}: {first_line(exc)}"
             message += f" (set {TRACEBACK_VARIABLE}=1 for the traceback)"
     if message is not None:
         error_line(message)

@@ -9,40 +9,51 @@ from typing import Annotated, Any
 
 import typer
 
-from sheetsync.cli.output import hint, mask_url, out
-from sheetsync.cli.runtime import load_settings, open_database, open_pipeline
+from sheetsync.cli.helpformat import HelpCommand, new_app
+from sheetsync.cli.output import counted, hint, mask_url, out
+from sheetsync.cli.runtime import load_settings, open_database, open_pipeline, require_database
 
 #: Where the emulator listens unless told otherwise (SPEC 4.2).
 DEFAULT_EMULATOR_HOST = "127.0.0.1"
 DEFAULT_EMULATOR_PORT = 8085
 
-db_app = typer.Typer(help="The database schema.", no_args_is_help=True)
-credentials_app = typer.Typer(help="Owners' Google credentials.", no_args_is_help=True)
-keys_app = typer.Typer(help="Keys for personal info at rest.", no_args_is_help=True)
-pii_app = typer.Typer(help="Personal info stored in the database.", no_args_is_help=True)
+db_app = new_app("The database schema.")
+credentials_app = new_app("Owners' Google credentials.")
+keys_app = new_app("Keys for personal info at rest.")
+pii_app = new_app("Personal info stored in the database.")
 
 
-@db_app.command("upgrade")
+@db_app.command("upgrade", cls=HelpCommand)
 def db_upgrade() -> None:
-    """Create or migrate the schema to the newest revision (safe to run again)."""
+    """Create or migrate the schema to the newest revision.
+
+    Safe to run again: an up-to-date schema is left as it is.
+    """
     from sheetsync.db import upgrade
 
     settings = load_settings()
+    require_database(settings.database_url, create=True)
     upgrade(settings.database_url)
     out.print(f"{mask_url(settings.database_url)}: schema up to date", markup=False)
 
 
-@credentials_app.command("reconnect")
+@credentials_app.command("reconnect", cls=HelpCommand)
 def credentials_reconnect(
     user_id: Annotated[str, typer.Argument(metavar="USER", help="The owner's user id.")],
 ) -> None:
-    """The owner reconnected Google: mark the credential VALID, make their entries due."""
+    """Mark an owner's credential VALID and their dead letters due.
+
+    Run it once the owner has authorised Google again.
+    """
     from sheetsync.replay import credential_reconnected
 
     with open_pipeline() as pipeline:
         due = credential_reconnected(user_id, pipeline=pipeline)
-    noun = "dead letter is" if len(due) == 1 else "dead letters are"
-    out.print(f"credential of {user_id} is VALID; {len(due)} {noun} due now", markup=False)
+    verb = "is" if len(due) == 1 else "are"
+    out.print(
+        f"credential of {user_id} is VALID; {counted(len(due), 'dead letter')} {verb} due now",
+        markup=False,
+    )
     if due:
         hint(
             f"the beat replays them within a minute; to send them at once run "
@@ -50,7 +61,7 @@ def credentials_reconnect(
         )
 
 
-@keys_app.command("generate")
+@keys_app.command("generate", cls=HelpCommand)
 def keys_generate() -> None:
     """Print a new key for SHEETSYNC_PII_KEYS."""
     from sheetsync.crypto import generate_key
@@ -62,15 +73,16 @@ def keys_generate() -> None:
     )
 
 
-@pii_app.command("rotate")
+@pii_app.command("rotate", cls=HelpCommand)
 def pii_rotate(
     batch_size: Annotated[
-        int, typer.Option("--batch-size", min=1, help="Rows per transaction.")
+        int, typer.Option("--batch-size", metavar="N", min=1, help="Rows per transaction.")
     ] = 500,
 ) -> None:
-    """Re-encrypt personal info and refresh tokens under the first key of SHEETSYNC_PII_KEYS.
+    """Re-encrypt personal info under the first SHEETSYNC_PII_KEYS key.
 
-    Each batch commits on its own: an interrupted run is simply run again.
+    Answers' personal info and owners' refresh tokens alike. Each batch commits on its
+    own: an interrupted run is simply run again.
     """
     from sheetsync.crypto import default_keyring, reset_keyring, rotate_pii
 
@@ -83,35 +95,42 @@ def pii_rotate(
             )
             session.commit()
     out.print(
-        f"answers scanned {result.answers_scanned}, updated {result.answers_updated}, "
-        f"values re-encrypted {result.values_reencrypted}, "
-        f"refresh tokens re-encrypted {result.credentials_reencrypted}",
+        f"{counted(result.answers_scanned, 'answer')} scanned, "
+        f"{result.answers_updated} updated; "
+        f"{counted(result.values_reencrypted, 'value')} and "
+        f"{counted(result.credentials_reencrypted, 'refresh token')} re-encrypted",
         markup=False,
     )
 
 
 def emulator(
     *,
-    host: Annotated[str, typer.Option("--host", help="Interface to listen on.")] = (
-        DEFAULT_EMULATOR_HOST
-    ),
-    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port.")] = (
-        DEFAULT_EMULATOR_PORT
-    ),
+    host: Annotated[
+        str, typer.Option("--host", metavar="HOST", help="Interface to listen on.")
+    ] = DEFAULT_EMULATOR_HOST,
+    port: Annotated[
+        int,
+        typer.Option("--port", metavar="PORT", min=0, max=65535, help="Port (0: any free one)."),
+    ] = DEFAULT_EMULATOR_PORT,
     read_per_account: Annotated[
-        int | None, typer.Option(min=1, help="Reads per window per account (Google: 60).")
+        int | None,
+        typer.Option(metavar="N", min=1, help="Reads per window per account (Google: 60)."),
     ] = None,
     write_per_account: Annotated[
-        int | None, typer.Option(min=1, help="Writes per window per account (Google: 60).")
+        int | None,
+        typer.Option(metavar="N", min=1, help="Writes per window per account (Google: 60)."),
     ] = None,
     read_per_project: Annotated[
-        int | None, typer.Option(min=1, help="Reads per window per project (Google: 300).")
+        int | None,
+        typer.Option(metavar="N", min=1, help="Reads per window per project (Google: 300)."),
     ] = None,
     write_per_project: Annotated[
-        int | None, typer.Option(min=1, help="Writes per window per project (Google: 300).")
+        int | None,
+        typer.Option(metavar="N", min=1, help="Writes per window per project (Google: 300)."),
     ] = None,
     window_s: Annotated[
-        float | None, typer.Option(min=0.001, help="Quota window in seconds (Google: 60).")
+        float | None,
+        typer.Option(metavar="SECONDS", min=0.001, help="Quota window in seconds (Google: 60)."),
     ] = None,
 ) -> None:
     """Run the Sheets API emulator (in memory) until interrupted."""

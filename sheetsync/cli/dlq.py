@@ -11,17 +11,21 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from sheetsync.cli.helpformat import HelpCommand, new_app
 from sheetsync.cli.output import (
     clip,
+    counted,
     fail,
     heading,
     hint,
+    id_note,
     out,
     print_json,
     relative,
     short_time,
     table,
     usage_error,
+    with_ids,
 )
 from sheetsync.cli.runtime import open_database, open_pipeline
 
@@ -35,9 +39,7 @@ DEFAULT_LIST_LIMIT = 100
 STATUSES = ("PENDING", "REPLAYING", "DONE", "FAILED", "PURGED")
 REASONS = ("CREDENTIAL", "TRANSIENT_EXHAUSTED", "PERMANENT")
 
-app = typer.Typer(
-    help="Dead letters: answer ids that could not reach their sheet.", no_args_is_help=True
-)
+app = new_app("Dead letters: answer ids that could not reach their sheet.")
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
@@ -53,11 +55,13 @@ def _choice(
     return value.upper()
 
 
-@app.command("list")
+@app.command("list", cls=HelpCommand)
 def list_entries(
     ctx: typer.Context,
     *,
-    user: Annotated[str | None, typer.Option("--user", help="Only this owner's entries.")] = None,
+    user: Annotated[
+        str | None, typer.Option("--user", metavar="USER", help="Only this owner's entries.")
+    ] = None,
     status_name: Annotated[
         str | None,
         typer.Option(
@@ -69,11 +73,15 @@ def list_entries(
         typer.Option("--reason", metavar="REASON", help=f"Only this reason: {', '.join(REASONS)}."),
     ] = None,
     limit: Annotated[
-        int, typer.Option("--limit", min=1, help="Show at most this many (oldest first).")
+        int,
+        typer.Option("--limit", metavar="N", min=1, help="Show at most this many (oldest first)."),
     ] = DEFAULT_LIST_LIMIT,
     as_json: JsonFlag = False,
 ) -> None:
-    """List dead letters: owner, form, sheet, reason, status and how many ids each holds."""
+    """List dead letters, oldest first.
+
+    Each row names the owner, form, sheet, reason and status, and counts the ids it holds.
+    """
     status = _choice(ctx, "--status", STATUSES, status_name)
     reason = _choice(ctx, "--reason", REASONS, reason_name)
     from sheetsync.cli import dlq_store
@@ -87,7 +95,7 @@ def list_entries(
         return
     if not page.entries:
         filtered = user is not None or status is not None or reason is not None
-        out.print("no dead letters" + (" match" if filtered else ""))
+        out.print("no dead letters" + (" match" if filtered else ""), markup=False)
         return
     grid = table(
         "id",
@@ -117,7 +125,10 @@ def list_entries(
         )
     out.print(grid)
     if page.total > len(page.entries):
-        hint(f"showing {len(page.entries)} of {page.total}; raise --limit to see more")
+        hint(
+            f"showing {len(page.entries)} of {counted(page.total, 'dead letter')}; "
+            "raise --limit to see more"
+        )
 
 
 def _next_attempt(item: dict[str, Any]) -> str:
@@ -126,7 +137,7 @@ def _next_attempt(item: dict[str, Any]) -> str:
     return relative(item["next_attempt_at"])
 
 
-@app.command("show")
+@app.command("show", cls=HelpCommand)
 def show(
     entry_id: Annotated[int, typer.Argument(metavar="ID", help="The dead letter's id.")],
     as_json: JsonFlag = False,
@@ -162,7 +173,7 @@ def show(
     out.print("\n".join(details["answer_ids"]) or "(none)", markup=False)
 
 
-@app.command("replay")
+@app.command("replay", cls=HelpCommand)
 def replay(
     ctx: typer.Context,
     entry_ids: Annotated[
@@ -170,7 +181,8 @@ def replay(
         typer.Argument(metavar="ID", help="Entries to replay.", show_default=False),
     ] = None,
     user: Annotated[
-        str | None, typer.Option("--user", help="Every PENDING entry of this owner.")
+        str | None,
+        typer.Option("--user", metavar="USER", help="Every PENDING entry of this owner."),
     ] = None,
     every: Annotated[bool, typer.Option("--all", help="Every PENDING entry.")] = False,
     now: Annotated[
@@ -178,7 +190,7 @@ def replay(
         typer.Option("--now", help="Replay here and wait, instead of sending tasks to workers."),
     ] = False,
 ) -> None:
-    """Replay entries: make them due and hand them to the workers (or run them --now).
+    """Replay dead letters: on the workers, or here with --now.
 
     Named entries are replayed even when FAILED; --user and --all take PENDING ones.
     """
@@ -196,7 +208,10 @@ def replay(
         if now:
             unfinished, total = replay_here(pipeline, ids=ids or None, user_id=user)
             if unfinished:
-                fail(f"{unfinished} of {total} entries did not finish: see the summary above")
+                fail(
+                    f"{counted(total, 'dead letter')} replayed, {len(unfinished)} did not "
+                    f"finish {id_note(unfinished)}: see the summary above"
+                )
         else:
             send_to_workers(pipeline, ids=ids or None, user_id=user)
 
@@ -212,20 +227,24 @@ def require_existing(sessions: sessionmaker[Session], ids: Sequence[int]) -> Non
         fail(f"dead letters {', '.join(missing)} do not exist")
 
 
-@app.command("purge")
+@app.command("purge", cls=HelpCommand)
 def purge(
     entry_ids: Annotated[
         list[int], typer.Argument(metavar="ID", help="Entries to purge.", show_default=False)
     ],
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do it without asking.")] = False,
 ) -> None:
-    """Give up on entries for good: PURGED, and their ids recorded FAILED in the ledger."""
+    """Give up on dead letters for good.
+
+    The entries become PURGED, and their ids are recorded FAILED in the ledger.
+    """
     ids = list(dict.fromkeys(entry_ids))
-    noun = "entry" if len(ids) == 1 else "entries"
+    chosen = with_ids(ids, "dead letter")
     if not yes:
-        question = f"Purge {len(ids)} dead-letter {noun}? Their answers will never reach the sheet"
+        whose = "Its answers" if len(ids) == 1 else "Their answers"
+        question = f"Purge {chosen}? {whose} will never reach the sheet"
         if not sys.stdin.isatty():
-            fail(f"purge drops {len(ids)} {noun} for good; add --yes to confirm")
+            fail(f"purging drops {chosen} for good: add --yes to confirm")
         if not typer.confirm(question, err=True):
             fail("purge cancelled")
     from sheetsync.cli import dlq_store
@@ -234,13 +253,10 @@ def purge(
         require_existing(sessions, ids)
         purged, refused = dlq_store.purge(sessions, ids)
     if purged:
-        out.print(
-            f"purged {len(purged)} {'entry' if len(purged) == 1 else 'entries'}: "
-            + ", ".join(map(str, purged))
-        )
+        out.print(f"purged {with_ids(purged, 'dead letter')}", markup=False)
     if refused:
         listed = ", ".join(f"{entry_id} ({state})" for entry_id, state in refused)
         fail(
-            f"not purged: {listed}; only PENDING and FAILED entries can be purged "
+            f"not purged: {listed}; only PENDING and FAILED dead letters can be purged "
             "(a REPLAYING one belongs to a running replay)"
         )

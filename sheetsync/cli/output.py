@@ -7,17 +7,20 @@ Errors, hints and progress go to stderr, so ``--json`` output always parses.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TextIO
 from urllib.parse import urlsplit, urlunsplit
 
 import click
 import typer
-from rich.console import Console
+from rich.console import Console, RenderableType
+from rich.style import StyleType
 from rich.table import Table
+from rich.text import Text
 
 #: Exit codes (SPEC 4.2): 0 ok, 1 error, 2 usage.
 EXIT_OK = 0
@@ -28,6 +31,11 @@ EXIT_USAGE = 2
 DEFAULT_TEXT_CELL_CHARS = 60
 #: What a masked secret looks like.
 MASK = "***"
+#: Width of output going to a pipe or a file: wide enough that no table cell is ever cut
+#: or wrapped. A terminal gets its own width; COLUMNS, when set, wins over both.
+PIPED_WIDTH = 10_000
+#: Ids named in one message before "and N more".
+SHOWN_IDS = 20
 
 # Typer now ships its own copy of click (``typer._click``); the click package itself is
 # still installed (Celery uses it). Errors of either are handled alike.
@@ -48,10 +56,22 @@ USAGE_ERRORS = _click_classes("UsageError")
 CLICK_ERRORS = _click_classes("ClickException")
 ABORTS: tuple[type[Exception], ...] = (typer.Abort, *_click_classes("Abort"))
 
+
+def console_width(stream: TextIO) -> int | None:
+    """The width for a console on ``stream``; None lets rich ask the terminal or COLUMNS."""
+    if os.environ.get("COLUMNS", "").strip().isdigit():
+        return None
+    try:
+        is_terminal = stream.isatty()
+    except (AttributeError, ValueError):  # a closed or odd stream
+        is_terminal = False
+    return None if is_terminal else PIPED_WIDTH
+
+
 #: Tables and summaries.
-out = Console(highlight=False, soft_wrap=True)
+out = Console(highlight=False, soft_wrap=True, width=console_width(sys.stdout))
 #: Errors, hints and progress bars.
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True, width=console_width(sys.stderr))
 
 
 def error_line(message: str) -> None:
@@ -97,13 +117,47 @@ def heading(text: str) -> None:
     out.print(text, style="bold", markup=False)
 
 
+class PlainTable(Table):
+    """A table whose text cells are shown as they are, never read as rich markup: an
+    error message such as ``HttpError 403 [forbidden]`` must not lose its brackets."""
+
+    def add_row(
+        self,
+        *renderables: RenderableType | None,
+        style: StyleType | None = None,
+        end_section: bool = False,
+    ) -> None:
+        cells = [Text(cell) if isinstance(cell, str) else cell for cell in renderables]
+        super().add_row(*cells, style=style, end_section=end_section)
+
+
 def table(*columns: str, right: Iterable[str] = ()) -> Table:
     """A table with ``columns``; the ones named in ``right`` are right-aligned numbers."""
     numeric = set(right)
-    result = Table(header_style="bold")
+    result = PlainTable(header_style="bold")
     for name in columns:
-        result.add_column(name, justify="right" if name in numeric else "left")
+        # fold: an id too long for a narrow terminal wraps whole, never ends in "…".
+        result.add_column(name, justify="right" if name in numeric else "left", overflow="fold")
     return result
+
+
+def counted(count: int, singular: str, plural: str | None = None) -> str:
+    """``1 dead letter``, ``3 dead letters``, ``0 dead letters``."""
+    return f"{count} {singular if count == 1 else plural or singular + 's'}"
+
+
+def id_note(ids: Sequence[int]) -> str:
+    """``(id 7)``, ``(ids 7, 8, 9)``, ``(ids 1, 2, ... and 5 more)``."""
+    shown = ", ".join(map(str, ids[:SHOWN_IDS]))
+    if len(ids) > SHOWN_IDS:
+        shown += f" and {len(ids) - SHOWN_IDS} more"
+    return f"({'id' if len(ids) == 1 else 'ids'} {shown})"
+
+
+def with_ids(ids: Sequence[int], singular: str, plural: str | None = None) -> str:
+    """``1 dead letter (id 7)``, ``3 dead letters (ids 7, 8, 9)``, ``0 dead letters``."""
+    text = counted(len(ids), singular, plural)
+    return f"{text} {id_note(ids)}" if ids else text
 
 
 def mask_url(url: str) -> str:

@@ -27,7 +27,7 @@ from rich.progress import (
 from sqlalchemy import select, update
 
 from sheetsync import ledger
-from sheetsync.cli.output import err, hint, out, table
+from sheetsync.cli.output import counted, err, hint, id_note, out, table, with_ids
 from sheetsync.models import DeadLetter, DeadLetterStatus, TransactionType, utcnow
 from sheetsync.pipeline import Pipeline
 from sheetsync.replay import ReplayResult, claim_due, make_due
@@ -64,21 +64,22 @@ def send_to_workers(
     finally:
         done = set(sent)
         release(pipeline, [entry_id for entry_id in claimed if entry_id not in done])
-    noun = "task" if len(sent) == 1 else "tasks"
-    out.print(f"sent {len(sent)} replay {noun} to the workers: {_id_list(sent)}")
+    out.print(
+        f"sent {counted(len(sent), 'dead letter')} to the workers {id_note(sent)}", markup=False
+    )
     return sent
 
 
 def replay_here(
     pipeline: Pipeline, *, ids: Sequence[int] | None, user_id: str | None
-) -> tuple[int, int]:
+) -> tuple[list[int], int]:
     """Replay the chosen entries in this process, one by one, with a progress bar.
 
-    Returns (entries that did not end DONE, entries replayed).
+    Returns (the ids of entries that did not end DONE, how many entries were replayed).
     """
     candidates = _candidates(pipeline, ids=ids, user_id=user_id)
     if not candidates:
-        return 0, 0
+        return [], 0
     outcomes: list[Outcome] = []
     taken: list[int] = []
     columns = (
@@ -100,7 +101,7 @@ def replay_here(
                 raise
     _report_taken(taken)
     if not outcomes:
-        return 0, 0
+        return [], 0
     grid = table("id", "status", "answers in the sheet", "summary", right=("id",))
     for outcome in outcomes:
         grid.add_row(
@@ -110,7 +111,8 @@ def replay_here(
             outcome.result.summary,
         )
     out.print(grid)
-    unfinished = sum(outcome.status != DeadLetterStatus.DONE.value for outcome in outcomes)
+    done = DeadLetterStatus.DONE.value
+    unfinished = [outcome.entry_id for outcome in outcomes if outcome.status != done]
     return unfinished, len(outcomes)
 
 
@@ -125,7 +127,7 @@ class Outcome:
 
 
 def _replay_one(pipeline: Pipeline, progress: Progress, entry_id: int) -> Outcome:
-    label = f"entry {entry_id}"
+    label = f"dead letter {entry_id}"
     task = progress.add_task(label, total=None)
     report = _reporter(progress, task)
     while True:
@@ -181,7 +183,7 @@ def _candidates(pipeline: Pipeline, *, ids: Sequence[int] | None, user_id: str |
             found = list(session.scalars(query.order_by(DeadLetter.id)))
         if not found:
             whose = f" of user {user_id}" if user_id is not None else ""
-            out.print(f"no PENDING dead letters{whose}: nothing to replay")
+            out.print(f"no PENDING dead letters{whose}: nothing to replay", markup=False)
         return found
     statuses = _statuses(pipeline, ids)
     chosen: list[int] = []
@@ -203,10 +205,8 @@ def _claim(pipeline: Pipeline, ids: Sequence[int], *, include_failed: bool) -> l
 def _report_taken(ids: Sequence[int]) -> None:
     """Entries someone else claimed first (the dispatcher, a worker, another operator)."""
     if ids:
-        hint(
-            f"{len(ids)} {'entry is' if len(ids) == 1 else 'entries are'} being replayed "
-            f"elsewhere already: {_id_list(ids)}"
-        )
+        verb = "is" if len(ids) == 1 else "are"
+        hint(f"{with_ids(ids, 'dead letter')} {verb} being replayed elsewhere already: skipped")
 
 
 def release(pipeline: Pipeline, ids: Sequence[int]) -> None:
@@ -227,8 +227,3 @@ def _statuses(pipeline: Pipeline, ids: Sequence[int]) -> dict[int, str]:
             select(DeadLetter.id, DeadLetter.status).where(DeadLetter.id.in_(list(ids)))
         ).all()
     return {entry_id: DeadLetterStatus(status).value for entry_id, status in rows}
-
-
-def _id_list(ids: Sequence[int], shown: int = 20) -> str:
-    text = ", ".join(map(str, ids[:shown]))
-    return text + (f" and {len(ids) - shown} more" if len(ids) > shown else "")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sheetsync.cli.output import mask_url
@@ -32,12 +33,48 @@ def load_settings() -> Settings:
     return get_settings()
 
 
+def require_database(url: str, *, create: bool = False) -> None:
+    """Refuse a SQLite database this command must not open, in one line.
+
+    Opening a SQLite file that does not exist creates it, empty: only ``db upgrade``
+    (``create=True``) may do that. An in-memory database starts empty and is gone when
+    the command ends, so no command can use it.
+    """
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite":
+        return
+    shown = mask_url(url)
+    path = parsed.database or ""
+    if str(parsed.query.get("uri", "")).lower() == "true":  # sqlite:///file:x.db?uri=true
+        path = path.removeprefix("file:")
+        if parsed.query.get("mode") == "memory":
+            path = ""
+    if path in ("", ":memory:"):
+        raise ConfigError(
+            f"SHEETSYNC_DATABASE_URL={shown} is an in-memory SQLite database, empty and gone "
+            "when the command ends: point it at a file (sqlite:///path) or PostgreSQL"
+        )
+    if create:
+        folder = Path(path).absolute().parent
+        if not folder.is_dir():
+            raise ConfigError(f"cannot create the database at {shown}: no directory {folder}")
+    elif not Path(path).is_file():
+        raise ConfigError(
+            f"no database at {shown}: run `sheetsync db upgrade` first "
+            "(or set SHEETSYNC_DATABASE_URL)"
+        )
+
+
 @contextmanager
 def open_pipeline() -> Iterator[Pipeline]:
     """Redis and the database for one command; both are closed at the end."""
     from sheetsync.pipeline import Pipeline
 
-    pipeline = Pipeline.build(load_settings())
+    settings = load_settings()
+    require_database(settings.database_url)
+    pipeline = Pipeline.build(settings)
     try:
         yield pipeline
     finally:
@@ -49,7 +86,9 @@ def open_database() -> Iterator[sessionmaker[Session]]:
     """Sessions on the database alone, for commands that never touch Redis."""
     from sheetsync.db import make_engine, session_factory
 
-    engine = make_engine(load_settings().database_url)
+    url = load_settings().database_url
+    require_database(url)
+    engine = make_engine(url)
     try:
         yield session_factory(engine)
     finally:
@@ -67,7 +106,7 @@ def _configured(name: str) -> str:
     return mask_url(url)
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
 
@@ -75,7 +114,7 @@ def _first_line(exc: BaseException) -> str:
 def describe(exc: BaseException) -> str | None:
     """The one-line message for a failure we know how to explain, else None."""
     if isinstance(exc, SheetSyncError):
-        return _first_line(exc)
+        return first_line(exc)
     # Only what this failure can be is imported: a module never loaded raised nothing.
     import sys
 
@@ -83,16 +122,16 @@ def describe(exc: BaseException) -> str | None:
         import redis.exceptions
 
         if isinstance(exc, redis.exceptions.ConnectionError | redis.exceptions.TimeoutError):
-            return f"cannot reach Redis at {_configured('redis_url')}: {_first_line(exc)}"
+            return f"cannot reach Redis at {_configured('redis_url')}: {first_line(exc)}"
         if isinstance(exc, redis.exceptions.RedisError):
-            return f"Redis at {_configured('redis_url')} answered: {_first_line(exc)}"
+            return f"Redis at {_configured('redis_url')} answered: {first_line(exc)}"
     if "kombu" in sys.modules:
         import kombu.exceptions
 
         if isinstance(exc, kombu.exceptions.OperationalError):
             return (
                 f"cannot reach the Celery broker at {_configured('celery_broker_url')}: "
-                f"{_first_line(exc)}"
+                f"{first_line(exc)}"
             )
     if "sqlalchemy" in sys.modules:
         import sqlalchemy.exc
@@ -100,12 +139,17 @@ def describe(exc: BaseException) -> str | None:
         if isinstance(exc, sqlalchemy.exc.DBAPIError):
             return _describe_database(exc)
         if isinstance(exc, sqlalchemy.exc.ArgumentError):
-            return f"SHEETSYNC_DATABASE_URL: {_first_line(exc)}"
+            return f"SHEETSYNC_DATABASE_URL: {first_line(exc)}"
     if "alembic" in sys.modules:
         from alembic.util.exc import CommandError
 
         if isinstance(exc, CommandError):
-            return f"migration failed: {_first_line(exc)}"
+            return f"migration failed: {first_line(exc)}"
+    if isinstance(exc, ModuleNotFoundError) and exc.name:
+        return (
+            f"the Python module {exc.name} is not installed: "
+            "reinstall sheetsync with its dependencies"
+        )
     return None
 
 
@@ -115,7 +159,7 @@ def _describe_database(exc: DBAPIError) -> str:
     url = _configured("database_url")
     # The driver's own message: SQLAlchemy's str() adds the statement and its
     # parameters, which may hold answer ids or worse.
-    reason = _first_line(exc.orig) if exc.orig is not None else type(exc).__name__
+    reason = first_line(exc.orig) if exc.orig is not None else type(exc).__name__
     lowered = reason.lower()
     if "no such table" in lowered or ("relation" in lowered and "does not exist" in lowered):
         return f"the database at {url} has no sheetsync schema: run `sheetsync db upgrade`"

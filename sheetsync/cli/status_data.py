@@ -1,7 +1,8 @@
 """The figures behind ``sheetsync status``, read in a few round trips whatever the load.
 
 The buffer index is read oldest first up to a limit (never scanned with KEYS); the
-lengths, jobs and per-account windows are fetched in pipelines.
+lengths, jobs and per-account windows are fetched in pipelines. The live workers come
+from their heartbeats (:mod:`sheetsync.heartbeats`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import func, select
 
+from sheetsync import heartbeats
 from sheetsync.cli.output import clip, now_ms
 from sheetsync.errors import ValidationError
 from sheetsync.keys import BUFFER_INDEX, BufferKey, rate_account_key
@@ -91,6 +93,43 @@ def _job(job: dict[str, str], now: int) -> dict[str, Any]:
         "due_in_s": _ms_from_now(job.get("due_at"), now),
         "lease_left_s": _ms_from_now(job.get("lease_until"), now),
     }
+
+
+def collect_workers(pipeline: Pipeline) -> dict[str, Any]:
+    """The worker and beat processes with a fresh heartbeat, and the queues consumed."""
+    beats = heartbeats.live(pipeline.redis)
+    return {
+        "max_heartbeat_age_s": heartbeats.DEFAULT_HEARTBEAT_TTL_S,
+        "live": [
+            {
+                "name": beat.name,
+                "role": beat.role,
+                "queues": list(beat.queues),
+                "pid": beat.pid,
+                "heartbeat_age_s": beat.age_s,
+            }
+            for beat in beats
+        ],
+        "consumed_queues": sorted(heartbeats.consumed_queues(beats)),
+    }
+
+
+def flag_stalled(buffers: dict[str, Any], workers: dict[str, Any]) -> list[dict[str, Any]]:
+    """Mark every listed job ``overdue`` or not, and whether a live worker consumes its
+    queue (``queue_consumed``). Returns the queues that hold overdue buffers but have no
+    live worker: nothing will ever flush those buffers."""
+    consumed = set(workers["consumed_queues"])
+    stalled: dict[str, int] = {}
+    for item in buffers["items"]:
+        job = item["job"]
+        if not job:
+            continue
+        due = job["due_in_s"]
+        job["overdue"] = job["state"] != "running" and due is not None and due < 0
+        job["queue_consumed"] = job["queue"] in consumed
+        if job["overdue"] and job["queue"] and not job["queue_consumed"]:
+            stalled[job["queue"]] = stalled.get(job["queue"], 0) + 1
+    return [{"queue": queue, "overdue_buffers": count} for queue, count in sorted(stalled.items())]
 
 
 def collect_dead_letters(pipeline: Pipeline) -> dict[str, Any]:

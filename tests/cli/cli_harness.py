@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -44,11 +45,22 @@ class Cli:
     redis: redis.Redis
     calls: list[list[str]] = field(default_factory=list)
 
-    def __call__(self, *args: str, env: dict[str, str] | None = None) -> Result:
+    def __call__(
+        self,
+        *args: str,
+        env: dict[str, str] | None = None,
+        unset: Sequence[str] = (),
+        cwd: Path | None = None,
+    ) -> Result:
+        """Run ``sheetsync *args`` with ``env`` added and the ``unset`` variables removed."""
         self.calls.append(list(args))
+        variables = {**self.env, **(env or {})}
+        for name in unset:
+            variables.pop(name, None)
         completed = subprocess.run(
             [str(SCRIPT), *args],
-            env={**self.env, **(env or {})},
+            env=variables,
+            cwd=cwd,
             capture_output=True,
             text=True,
             timeout=COMMAND_TIMEOUT_S,
@@ -57,9 +69,15 @@ class Cli:
         )
         return Result(completed.returncode, completed.stdout, completed.stderr)
 
-    def ok(self, *args: str, env: dict[str, str] | None = None) -> Result:
+    def ok(
+        self,
+        *args: str,
+        env: dict[str, str] | None = None,
+        unset: Sequence[str] = (),
+        cwd: Path | None = None,
+    ) -> Result:
         """Run and insist on exit 0 (showing stderr when it is not)."""
-        result = self(*args, env=env)
+        result = self(*args, env=env, unset=unset, cwd=cwd)
         assert result.code == 0, f"sheetsync {' '.join(args)} -> {result.code}: {result.stderr}"
         return result
 

@@ -75,8 +75,8 @@ def test_pii_rotate_moves_everything_to_the_newest_key(cli: Cli) -> None:
 
     result = cli.ok("pii", "rotate", env={"SHEETSYNC_PII_KEYS": f"{new_key},{old_key}"})
 
-    assert "answers scanned 5" in result.stdout
-    assert "refresh tokens re-encrypted 1" in result.stdout
+    assert "5 answers scanned, 5 updated" in result.stdout
+    assert "and 1 refresh token re-encrypted" in result.stdout
     new_only = Keyring([base64.urlsafe_b64decode(new_key)])
     with cli.sessions() as session:
         credential = session.get(GoogleCredential, "owner_1")

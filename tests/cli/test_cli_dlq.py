@@ -126,7 +126,7 @@ def test_purge_needs_yes_and_then_purges(cli: Cli) -> None:
     assert cli.entry(alice).status is DeadLetterStatus.PENDING
 
     done = cli.ok("dlq", "purge", str(alice), str(failed), "--yes")
-    assert f"purged 2 entries: {alice}, {failed}" in done.stdout
+    assert f"purged 2 dead letters (ids {alice}, {failed})" in done.stdout
     assert cli.entry(alice).status is DeadLetterStatus.PURGED
     assert cli.entry(failed).status is DeadLetterStatus.PURGED
     with cli.sessions() as session:
@@ -141,7 +141,9 @@ def test_purge_needs_yes_and_then_purges(cli: Cli) -> None:
         "ans_2": TransactionType.FAILED,
     }
     # Purging again is harmless.
-    assert "purged 1 entry" in cli.ok("dlq", "purge", str(alice), "--yes").stdout
+    assert (
+        f"purged 1 dead letter (id {alice})" in cli.ok("dlq", "purge", str(alice), "--yes").stdout
+    )
 
 
 def test_purge_leaves_a_running_replay_alone(cli: Cli) -> None:
@@ -170,7 +172,7 @@ def test_replay_sends_claimed_entries_to_the_workers(cli: Cli) -> None:
     done = cli.add_dead_letter(status=DeadLetterStatus.DONE)
 
     result = cli.ok("dlq", "replay", str(pending), str(failed), str(done))
-    assert f"sent 2 replay tasks to the workers: {pending}, {failed}" in result.stdout
+    assert f"sent 2 dead letters to the workers (ids {pending}, {failed})" in result.stdout
     assert f"dead letter {done} is DONE: skipped" in result.stderr
     for entry_id in (pending, failed):
         entry = cli.entry(entry_id)
@@ -191,7 +193,7 @@ def test_replay_by_user_takes_only_their_pending_entries(cli: Cli) -> None:
     theirs = cli.add_dead_letter(user_id="bob")
 
     result = cli.ok("dlq", "replay", "--user", "alice")
-    assert f"sent 1 replay task to the workers: {mine}" in result.stdout
+    assert f"sent 1 dead letter to the workers (id {mine})" in result.stdout
     assert cli.entry(mine).status is DeadLetterStatus.REPLAYING
     assert cli.entry(theirs).status is DeadLetterStatus.PENDING
 
@@ -204,8 +206,8 @@ def test_replay_all(cli: Cli) -> None:
     second = cli.add_dead_letter(user_id="bob", next_attempt_at=utcnow() - timedelta(hours=1))
     result = cli.ok("dlq", "replay", "--all")
     assert (
-        f"sent 2 replay tasks to the workers: {first}, {second}" in result.stdout
-        or f"sent 2 replay tasks to the workers: {second}, {first}" in result.stdout
+        f"sent 2 dead letters to the workers (ids {first}, {second})" in result.stdout
+        or f"sent 2 dead letters to the workers (ids {second}, {first})" in result.stdout
     )
     assert cli.redis.llen("sheetsync_scheduled") == 2
 
@@ -233,7 +235,10 @@ def test_replay_leaves_an_entry_a_live_replay_owns(cli: Cli) -> None:
 
     for args in (("dlq", "replay", str(busy)), ("dlq", "replay", str(busy), "--now")):
         result = cli.ok(*args)
-        assert f"1 entry is being replayed elsewhere already: {busy}" in result.stderr
+        assert (
+            f"1 dead letter (id {busy}) is being replayed elsewhere already: skipped"
+            in result.stderr
+        )
         assert cli.entry(busy).status is DeadLetterStatus.REPLAYING
     assert cli.redis.llen("sheetsync_scheduled") == 0
 
@@ -243,5 +248,5 @@ def test_replay_takes_over_an_entry_whose_worker_died(cli: Cli) -> None:
         status=DeadLetterStatus.REPLAYING, updated_at=utcnow() - timedelta(hours=1)
     )
     result = cli.ok("dlq", "replay", str(stale))
-    assert f"sent 1 replay task to the workers: {stale}" in result.stdout
+    assert f"sent 1 dead letter to the workers (id {stale})" in result.stdout
     assert cli.redis.llen("sheetsync_scheduled") == 1

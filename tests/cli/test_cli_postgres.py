@@ -40,7 +40,7 @@ def test_dead_letters_on_postgres(pg_cli: Cli) -> None:
     assert cli.entry(alice).next_attempt_at <= utcnow()
 
     sent = cli.ok("dlq", "replay", "--user", "alice")
-    assert f"sent 1 replay task to the workers: {alice}" in sent.stdout
+    assert f"sent 1 dead letter to the workers (id {alice})" in sent.stdout
     assert cli.entry(alice).status is DeadLetterStatus.REPLAYING
 
     cli.ok("dlq", "purge", str(failed), "--yes")

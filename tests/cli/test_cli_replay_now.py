@@ -101,7 +101,10 @@ def test_replay_now_with_a_revoked_account_fails_in_one_line(cli: Cli, parked: P
     assert result.code == 1
     assert "credential failed again" in result.stdout
     assert "0/25" in result.stdout
-    assert result.stderr.strip().splitlines()[-1].startswith("error: 1 of 1 entries did not")
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"error: 1 dead letter replayed, 1 did not finish (id {parked.entry_id}): "
+        "see the summary above"
+    )
     entry = cli.entry(parked.entry_id)
     assert entry.status is DeadLetterStatus.PENDING
     assert entry.reason is DeadLetterReason.CREDENTIAL
