@@ -77,7 +77,7 @@ def live(client: redis.Redis, *, max_age_s: float = DEFAULT_HEARTBEAT_TTL_S) -> 
                 name=_text(name),
                 role=_text(role),
                 queues=tuple(q for q in _text(queues).split(",") if q),
-                pid=int(_text(pid) or 0),
+                pid=int(pid_text) if (pid_text := _text(pid)).isdigit() else 0,
                 age_s=round(max(0.0, now_ms - float(seen)) / 1000, 3),
             )
         )
