@@ -29,11 +29,11 @@ sys.path.insert(0, str(ROOT))
 
 from sheetsync import crypto, ledger  # noqa: E402
 from sheetsync.db import upgrade  # noqa: E402
-from sheetsync.emulator import EmulatorAdmin, EmulatorServer  # noqa: E402
+from sheetsync.dev.emulator import EmulatorAdmin, EmulatorServer  # noqa: E402
+from sheetsync.dev.local import WorkerProcess, ensure_redis, start_celery_worker  # noqa: E402
+from sheetsync.dev.seed import SeededForm, link_sheet, seed_answers, seed_form  # noqa: E402
 from sheetsync.keys import BufferKey  # noqa: E402
-from sheetsync.local import WorkerProcess, ensure_redis, start_celery_worker  # noqa: E402
 from sheetsync.models import TransactionType  # noqa: E402
-from sheetsync.seed import SeededForm, link_sheet, seed_answers, seed_form  # noqa: E402
 
 QUEUES = ("sheetsync_priority", "sheetsync_default", "sheetsync_scheduled")
 GENEROUS = 1_000_000
@@ -159,7 +159,7 @@ def wait_for(predicate: Callable[[], bool], timeout: float, interval: float = 0.
 def bench_emit(stack: Stack, rounds: int = 3000) -> None:
     """The emit's Redis round trip against a bare RPUSH, measured interleaved."""
     from sheetsync import emit_answer_submitted
-    from sheetsync.emit import push
+    from sheetsync.emit.answers import push
 
     stack.configure(flush_delay_s=600, flush_threshold=10**9)
     form, links = stack.form("emitter", sheets=3)
@@ -249,7 +249,7 @@ def bench_threshold(stack: Stack, runs: int = 3) -> None:
 
 def bench_burst(stack: Stack, total: int = 10_000) -> None:
     """A burst of 10,000 answers to one sheet: how many requests."""
-    from sheetsync.emit import push
+    from sheetsync.emit.answers import push
 
     stack.configure(flush_delay_s=10, flush_threshold=500, batch_size=5000)
     stack.start_workers(1)
@@ -276,7 +276,7 @@ def bench_burst(stack: Stack, total: int = 10_000) -> None:
 
 def bench_backlog(stack: Stack, answers: int = 50_000, sheets: int = 10) -> None:
     """A backlog over the rate limit: requests per window against the limit, and 429s."""
-    from sheetsync.emit import push
+    from sheetsync.emit.answers import push
 
     window, limit, margin = 4.0, 20, 0.1
     stack.configure(

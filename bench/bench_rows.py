@@ -33,10 +33,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from sheetsync.crypto import Keyring
 from sheetsync.db import make_engine, normalize_url, session_factory, upgrade
-from sheetsync.hydrate import fetch_answers, gc_paused
+from sheetsync.dev.seed import seed_answers, seed_form
+from sheetsync.flush.hydrate import fetch_answers, gc_paused
+from sheetsync.flush.rows import RowBuilder, load_layout
 from sheetsync.models import QuestionType
-from sheetsync.rows import RowBuilder, load_layout
-from sheetsync.seed import seed_answers, seed_form
 from sheetsync.settings import Settings
 
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from sheetsync.emit import EmitResult, emit_answer_submitted
-    from sheetsync.replay import credential_reconnected
+    from sheetsync.emit.answers import EmitResult, emit_answer_submitted
+    from sheetsync.recovery.replay import credential_reconnected
 
 __all__ = ["EmitResult", "credential_reconnected", "emit_answer_submitted"]
 
@@ -19,11 +19,11 @@ __all__ = ["EmitResult", "credential_reconnected", "emit_answer_submitted"]
 def __getattr__(name: str) -> Any:
     # Imported on first use, so `import sheetsync.crypto` stays light.
     if name in ("emit_answer_submitted", "EmitResult"):
-        from sheetsync import emit
+        from sheetsync.emit import answers as emit
 
         return getattr(emit, name)
     if name == "credential_reconnected":
-        from sheetsync.replay import credential_reconnected
+        from sheetsync.recovery.replay import credential_reconnected
 
         return credential_reconnected
     raise AttributeError(f"module 'sheetsync' has no attribute {name!r}")

@@ -11,7 +11,7 @@ import importlib
 import logging
 from typing import Protocol
 
-from sheetsync.buffer import Dispatch
+from sheetsync.buffers.store import Dispatch
 from sheetsync.errors import ConfigError
 from sheetsync.models import Plan
 

@@ -9,10 +9,10 @@ import redis
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from sheetsync.buffer import BufferStore
+from sheetsync.buffers.store import BufferStore
 from sheetsync.db import make_engine, session_factory
-from sheetsync.limiter import RateLimiter
 from sheetsync.settings import Settings, get_settings
+from sheetsync.sheets.limiter import RateLimiter
 
 
 @dataclass

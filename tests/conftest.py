@@ -1,4 +1,4 @@
-"""Shared fixtures: databases (SQLite and PostgreSQL), sessions and PII keys.
+"""Fixtures only (helpers live in ``support``): databases, Redis, the emulator, workers.
 
 Databases
     ``sqlite_url``    a fresh, empty SQLite file per test.
@@ -6,19 +6,29 @@ Databases
                       its end) on the server named by ``SHEETSYNC_TEST_POSTGRES_URL``,
                       e.g. ``postgresql://postgres@127.0.0.1:5432/test``. Tests that
                       use it are skipped when the variable is unset.
-    ``db_url``        both of the above: a test that uses it runs once per backend
-                      (ids ``sqlite`` and ``postgres``; the latter is marked ``postgres``).
-    ``engine``        an engine on ``db_url`` with the schema at head (a SQLite file
-                      starts as a copy of one migrated template; PostgreSQL is migrated
-                      once per session). It is also the process default:
-                      ``SHEETSYNC_DATABASE_URL`` points at it, so library code that calls
-                      ``get_sessionmaker()`` sees the same data. Every table is emptied
-                      after the test.
+    ``db_url``        SQLite, or PostgreSQL for a test parametrized indirectly with
+                      ``"postgres"`` (``support.databases.BOTH_DATABASES`` runs both).
+    ``engine``        an engine on ``db_url`` with the schema at head, also the process
+                      default (``SHEETSYNC_DATABASE_URL`` points at it). Every table is
+                      emptied after the test.
     ``session``       a session on ``engine``; the test commits what others must see.
 
 Keys
-    ``pii_keys``      two fresh keys in ``SHEETSYNC_PII_KEYS`` (newest first), returned
-                      as raw bytes.
+    ``pii_keys``      two fresh keys in ``SHEETSYNC_PII_KEYS`` (newest first), as bytes.
+
+The pipeline
+    ``redis_url``        a Redis DB for buffers (``SHEETSYNC_TEST_REDIS_URL``, default db
+                         15 on 127.0.0.1), emptied before and after each test; the broker
+                         uses the next-lower DB, emptied likewise.
+    ``emulator``         one Sheets API emulator for the session; ``admin`` resets it.
+    ``pipeline_env``     SHEETSYNC_* variables for a test: short delays (never the
+                         production 10 s), the emulator's endpoints, these Redis DBs and
+                         the test's database. ``configure(**overrides)`` changes them.
+    ``pipeline``         the process-wide Pipeline for that environment.
+    ``worker``           an in-process Celery worker (``start_worker``, solo pool).
+    ``worker_processes`` a factory of real ``celery -A sheetsync.celery worker`` processes.
+    ``world``            seeds owners, forms, sheets (in the emulator) and answers.
+    ``alerts``           a webhook that records alerts, set as SHEETSYNC_ALERT_WEBHOOK_URL.
 
 Settings, keyring and the default engine are cached per process; they are reset around
 every test so one test's environment never leaks into the next.
@@ -30,21 +40,45 @@ import base64
 import os
 import shutil
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+import redis
+from celery.contrib.testing.worker import start_worker
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
+from support.alerts import AlertSink
+from support.processes import WorkerProcesses
+from support.redis_dbs import PIPELINE_REDIS_URL, broker_url_for
+from support.world import World
 
 from sheetsync.crypto import generate_key, reset_keyring
 from sheetsync.db import dispose_engine, is_postgres, make_engine, normalize_url, session_factory
 from sheetsync.db import upgrade as upgrade_schema
+from sheetsync.dev.emulator import EmulatorServer
+from sheetsync.dev.emulator.admin import EmulatorAdmin
+from sheetsync.dispatch import QUEUES
 from sheetsync.models import Base
+from sheetsync.pipeline import Pipeline, get_pipeline, reset_pipeline
 from sheetsync.settings import reset_settings
 
 POSTGRES_URL_VARIABLE = "SHEETSYNC_TEST_POSTGRES_URL"
+
+#: Short timings for tests. Production defaults are 10 s, 60 s, ...
+TEST_SETTINGS = {
+    "FLUSH_DELAY_S": "0.5",
+    "LEASE_S": "4",
+    "GOOGLE_TIMEOUT_S": "2",
+    "SWEEP_GRACE_S": "1",
+    "RETRY_BASE_S": "0.05",
+    "RECONCILE_AFTER_S": "0",
+    "RATE_LIMIT_PER_ACCOUNT": "100000",
+    "RATE_LIMIT_PER_PROJECT": "100000",
+    "ALERT_TIMEOUT_S": "1",
+}
 
 _migrated_urls: set[str] = set()
 
@@ -91,15 +125,12 @@ def postgres_url() -> Iterator[str]:
         admin.dispose()
 
 
-@pytest.fixture(
-    params=[
-        pytest.param("sqlite", id="sqlite"),
-        pytest.param("postgres", id="postgres", marks=pytest.mark.postgres),
-    ]
-)
+@pytest.fixture
 def db_url(request: pytest.FixtureRequest) -> str:
-    """The URL of an empty database, once per backend."""
-    url: str = request.getfixturevalue(f"{request.param}_url")
+    """The URL of an empty database: SQLite, or PostgreSQL when a test parametrizes it
+    indirectly with ``"postgres"`` (``support.databases.BOTH_DATABASES`` does both)."""
+    backend = getattr(request, "param", "sqlite")
+    url: str = request.getfixturevalue(f"{backend}_url")
     return url
 
 
@@ -162,3 +193,121 @@ def pii_keys(monkeypatch: pytest.MonkeyPatch) -> tuple[bytes, bytes]:
     monkeypatch.setenv("SHEETSYNC_PII_KEYS", f"{newest},{older}")
     _reset_caches()
     return base64.urlsafe_b64decode(newest), base64.urlsafe_b64decode(older)
+
+
+# -- the pipeline ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def redis_url() -> Iterator[str]:
+    url = PIPELINE_REDIS_URL
+    client = redis.Redis.from_url(url)
+    broker = redis.Redis.from_url(broker_url_for(url))
+    client.flushdb()
+    broker.flushdb()
+    yield url
+    client.flushdb()
+    broker.flushdb()
+    client.close()
+    broker.close()
+
+
+@pytest.fixture(scope="session")
+def emulator() -> Iterator[EmulatorServer]:
+    with EmulatorServer() as server:
+        yield server
+
+
+@pytest.fixture
+def admin(emulator: EmulatorServer) -> EmulatorAdmin:
+    client = EmulatorAdmin(emulator.url)
+    client.reset()
+    return client
+
+
+@pytest.fixture
+def pipeline_env(
+    monkeypatch: pytest.MonkeyPatch,
+    engine: Engine,
+    pii_keys: tuple[bytes, bytes],
+    emulator: EmulatorServer,
+    admin: EmulatorAdmin,
+    redis_url: str,
+) -> Iterator[Callable[..., dict[str, str]]]:
+    """Set the test's SHEETSYNC_* environment; returns ``configure(**overrides)``."""
+    env: dict[str, str] = {
+        "SHEETSYNC_REDIS_URL": redis_url,
+        "SHEETSYNC_BROKER_URL": broker_url_for(redis_url),
+        "SHEETSYNC_DATABASE_URL": str(engine.url.render_as_string(hide_password=False)),
+        "SHEETSYNC_PII_KEYS": os.environ["SHEETSYNC_PII_KEYS"],
+        "SHEETSYNC_GOOGLE_API_ENDPOINT": emulator.url,
+        "SHEETSYNC_GOOGLE_TOKEN_URI": emulator.token_uri,
+        "SHEETSYNC_GOOGLE_CLIENT_ID": "sheetsync-tests",
+        "SHEETSYNC_GOOGLE_CLIENT_SECRET": "not-a-secret",
+    }
+    env.update({f"SHEETSYNC_{k}": v for k, v in TEST_SETTINGS.items()})
+
+    def configure(**overrides: Any) -> dict[str, str]:
+        env.update({f"SHEETSYNC_{k.upper()}": str(v) for k, v in overrides.items()})
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        reset_settings()
+        reset_keyring()
+        reset_pipeline()
+        from sheetsync.celery.application import reconfigure
+
+        reconfigure()
+        return dict(env)
+
+    configure()
+    yield configure
+    reset_pipeline()
+
+
+@pytest.fixture
+def pipeline(pipeline_env: Callable[..., dict[str, str]]) -> Pipeline:
+    return get_pipeline()
+
+
+@pytest.fixture
+def worker(pipeline_env: Callable[..., dict[str, str]]) -> Iterator[Any]:
+    from sheetsync.celery import app as celery_app
+
+    with start_worker(
+        celery_app,
+        pool="solo",
+        concurrency=1,
+        perform_ping_check=False,
+        queues=list(QUEUES),
+        shutdown_timeout=30,
+    ) as controller:
+        yield controller
+
+
+@pytest.fixture
+def worker_processes(
+    pipeline_env: Callable[..., dict[str, str]], tmp_path: Path
+) -> Iterator[Callable[..., WorkerProcesses]]:
+    made: list[WorkerProcesses] = []
+
+    def factory(**overrides: Any) -> WorkerProcesses:
+        workers = WorkerProcesses(pipeline_env(**overrides), tmp_path)
+        made.append(workers)
+        return workers
+
+    yield factory
+    for workers in made:
+        workers.stop()
+
+
+@pytest.fixture
+def world(pipeline: Pipeline, admin: EmulatorAdmin) -> World:
+    return World(pipeline, admin)
+
+
+@pytest.fixture
+def alerts(pipeline_env: Callable[..., dict[str, str]]) -> Iterator[AlertSink]:
+    sink = AlertSink()
+    pipeline_env(alert_webhook_url=sink.url)
+    yield sink
+    sink.close()

@@ -10,12 +10,19 @@ import pickle
 import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
+from support.databases import on_both_databases
 
 from sheetsync import crypto
 from sheetsync.crypto import EMPTY_KEYS_MESSAGE, Keyring, rotate_pii
+from sheetsync.dev.seed import seed_answers, seed_form
 from sheetsync.errors import CryptoError
 from sheetsync.models import GoogleCredential, SubmissionAnswer
-from sheetsync.seed import seed_answers, seed_form
+
+#: Every test here that uses the database runs on SQLite and PostgreSQL.
+pytest_generate_tests = on_both_databases
+
+#: Every test here that uses the database runs on SQLite and PostgreSQL.
+pytest_generate_tests = on_both_databases
 
 SECRET = "010-1234-5678 홍길동"
 

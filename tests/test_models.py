@@ -12,8 +12,10 @@ from sqlalchemy import Column, Engine, Integer, MetaData, inspect, select, text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.exc import IntegrityError, StatementError
 from sqlalchemy.orm import Session
+from support.databases import on_both_databases
 
 from sheetsync import db
+from sheetsync.dev.seed import seed_answers, seed_form
 from sheetsync.models import (
     Base,
     DeadLetter,
@@ -28,7 +30,9 @@ from sheetsync.models import (
     TransactionType,
     User,
 )
-from sheetsync.seed import seed_answers, seed_form
+
+#: Every test here that uses the database runs on SQLite and PostgreSQL.
+pytest_generate_tests = on_both_databases
 
 KST = timezone(timedelta(hours=9))
 

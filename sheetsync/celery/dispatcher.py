@@ -7,12 +7,12 @@ the library and the Celery app.
 
 from __future__ import annotations
 
-from sheetsync.buffer import Dispatch
+from sheetsync.buffers.store import Dispatch
 from sheetsync.celery.application import app
 from sheetsync.errors import ConfigError
 from sheetsync.settings import get_settings
 
-FLUSH_TASK = "sheetsync.flush"
+FLUSH_TASK = "sheetsync.flush.run"
 REPLAY_TASK = "sheetsync.replay_dead_letter"
 
 

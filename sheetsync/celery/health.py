@@ -17,7 +17,7 @@ from typing import Any
 import redis
 from celery.signals import beat_init, heartbeat_sent, worker_ready, worker_shutdown
 
-from sheetsync import heartbeats
+from sheetsync.ops import heartbeats
 from sheetsync.settings import get_settings
 
 log = logging.getLogger(__name__)

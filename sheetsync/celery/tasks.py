@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from celery import Task
 
-from sheetsync import repair
 from sheetsync.celery.application import app
 from sheetsync.celery.dispatcher import CeleryDispatcher, checked_countdown
 from sheetsync.dispatch import send_all
-from sheetsync.flush import flush
+from sheetsync.flush.run import flush
 from sheetsync.pipeline import get_pipeline
+from sheetsync.recovery import repair
 
 
-@app.task(bind=True, name="sheetsync.flush", max_retries=None)
+@app.task(bind=True, name="sheetsync.flush.run", max_retries=None)
 def flush_buffer(self: Task, token: str) -> str:
     """Flush one buffer. The task id is the token (never reused)."""
     outcome = flush(get_pipeline(), token)
@@ -41,14 +41,14 @@ def reconcile() -> int:
 
 @app.task(name="sheetsync.dispatch_dead_letters")
 def dispatch_dead_letters() -> int:
-    from sheetsync import replay
+    from sheetsync.recovery import replay
 
     return replay.dispatch_due(get_pipeline())
 
 
 @app.task(name="sheetsync.replay_dead_letter")
 def replay_dead_letter(dead_letter_id: int) -> str:
-    from sheetsync import replay
+    from sheetsync.recovery import replay
 
     result = replay.replay(get_pipeline(), dead_letter_id)
     if result.retry_in_s is not None:

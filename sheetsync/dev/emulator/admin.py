@@ -1,0 +1,182 @@
+"""A small client for the emulator's admin API (standard library only).
+
+>>> admin = EmulatorAdmin("http://127.0.0.1:8085")  # doctest: +SKIP
+>>> admin.add_account("owner-1", "refresh-1")  # doctest: +SKIP
+>>> spreadsheet_id, gids = admin.create_spreadsheet("owner-1", "Answers")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from typing import Any
+from urllib.parse import quote
+
+from sheetsync.errors import SheetSyncError
+
+#: Seconds an admin call may take.
+DEFAULT_TIMEOUT_S = 10.0
+
+
+class EmulatorAdminError(SheetSyncError):
+    """An admin call failed; ``status`` is the HTTP status, None when unreachable."""
+
+    status: int | None
+
+
+class EmulatorAdmin:
+    """The ``/_emulator/`` API of one emulator, e.g. ``EmulatorAdmin(server.url)``."""
+
+    def __init__(self, url: str, timeout: float = DEFAULT_TIMEOUT_S) -> None:
+        self.url = url.rstrip("/")
+        self.timeout = timeout
+
+    def add_account(self, account_id: str, refresh_token: str) -> None:
+        """Register (or restore) an account whose refresh token the token endpoint accepts."""
+        self._call("POST", "/accounts", {"account_id": account_id, "refresh_token": refresh_token})
+
+    def revoke(self, account_id: str) -> None:
+        """Invalidate the account's refresh and access tokens (refresh: ``invalid_grant``)."""
+        self._call("POST", f"/accounts/{quote(account_id, safe='')}/revoke")
+
+    def create_spreadsheet(
+        self, owner: str, title: str = "Untitled spreadsheet", sheets: list[str] | None = None
+    ) -> tuple[str, dict[str, int]]:
+        """Create a spreadsheet owned by ``owner``; returns (spreadsheet id, {title: gid}).
+
+        Without ``sheets`` it has one sheet, ``Sheet1`` with gid 0. Not counted in quotas.
+        """
+        body: dict[str, Any] = {"owner": owner, "title": title}
+        if sheets is not None:
+            body["sheets"] = sheets
+        resource = self._call("POST", "/spreadsheets", body)
+        gids = {
+            sheet["properties"]["title"]: sheet["properties"]["sheetId"]
+            for sheet in resource["sheets"]
+        }
+        return resource["spreadsheetId"], gids
+
+    def spreadsheet(self, spreadsheet_id: str) -> dict[str, Any]:
+        """The spreadsheet resource, plus its ``owner``."""
+        result: dict[str, Any] = self._call("GET", f"/spreadsheets/{quote(spreadsheet_id)}")
+        return result
+
+    def delete_spreadsheet(self, spreadsheet_id: str) -> None:
+        """Delete it: later API calls on it get 404."""
+        self._call("DELETE", f"/spreadsheets/{quote(spreadsheet_id)}")
+
+    def sheet_values(self, spreadsheet_id: str, gid: int) -> list[list[str]]:
+        """Every cell of the sheet as shown (formatted), trailing blanks trimmed."""
+        path = f"/spreadsheets/{quote(spreadsheet_id)}/sheets/{int(gid)}"
+        values: list[list[str]] = self._call("GET", path)["values"]
+        return values
+
+    def sheet_html(self, spreadsheet_id: str, gid: int) -> str:
+        """The sheet as the HTML page a browser gets."""
+        path = f"/spreadsheets/{quote(spreadsheet_id)}/sheets/{int(gid)}"
+        return self._request("GET", path, None, accept="text/html").decode("utf-8")
+
+    def stats(self, *, times: bool = False) -> dict[str, Any]:
+        """Requests by kind and account, 429s, token refreshes, busiest windows; with
+        ``times``, also ``served_times``: when each served request arrived."""
+        result: dict[str, Any] = self._call("GET", "/stats?times=1" if times else "/stats")
+        return result
+
+    def reset_stats(self) -> None:
+        self._call("POST", "/stats/reset")
+
+    def add_fault(
+        self,
+        kind: str,
+        count: int = 1,
+        action: str = "error",
+        *,
+        status: int | None = None,
+        seconds: float | None = None,
+        account: str | None = None,
+    ) -> None:
+        """Make the next ``count`` requests of ``kind`` fail (``error``), ``hang`` or ``drop``.
+
+        See :mod:`sheetsync.dev.emulator.faults` for kinds and actions.
+        """
+        spec: dict[str, Any] = {"kind": kind, "count": count, "action": action}
+        for name, value in (("status", status), ("seconds", seconds), ("account", account)):
+            if value is not None:
+                spec[name] = value
+        self._call("POST", "/faults", spec)
+
+    def faults(self) -> list[dict[str, Any]]:
+        """The faults not used up yet."""
+        pending: list[dict[str, Any]] = self._call("GET", "/faults")["faults"]
+        return pending
+
+    def clear_faults(self) -> None:
+        self._call("DELETE", "/faults")
+
+    def set_quotas(
+        self,
+        *,
+        read_per_account: int | None = None,
+        write_per_account: int | None = None,
+        read_per_project: int | None = None,
+        write_per_project: int | None = None,
+        window_s: float | None = None,
+    ) -> dict[str, Any]:
+        """Change some limits (the others stay); returns all of them."""
+        changes = {
+            name: value
+            for name, value in (
+                ("read_per_account", read_per_account),
+                ("write_per_account", write_per_account),
+                ("read_per_project", read_per_project),
+                ("write_per_project", write_per_project),
+                ("window_s", window_s),
+            )
+            if value is not None
+        }
+        result: dict[str, Any] = self._call("PUT", "/quotas", changes)
+        return result
+
+    def quotas(self) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("GET", "/quotas")
+        return result
+
+    def reset(self) -> None:
+        """Forget everything: spreadsheets, accounts, stats, faults; quotas as started."""
+        self._call("POST", "/reset")
+
+    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        return json.loads(self._request(method, path, body))
+
+    def _request(
+        self, method: str, path: str, body: dict[str, Any] | None, accept: str = "application/json"
+    ) -> bytes:
+        data = None if body is None else json.dumps(body).encode("utf-8")
+        request = urllib.request.Request(  # noqa: S310 - the URL is the emulator's, http(s)
+            f"{self.url}/_emulator{path}", data=data, method=method
+        )
+        request.add_header("Accept", accept)
+        if data is not None:
+            request.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310
+                payload: bytes = response.read()
+                return payload
+        except urllib.error.HTTPError as error:
+            raise EmulatorAdminError(
+                f"emulator admin {method} {path} failed with {error.code}: {_message(error)}",
+                status=error.code,
+            ) from None
+        except (urllib.error.URLError, OSError) as error:
+            raise EmulatorAdminError(
+                f"emulator at {self.url} is unreachable: {error}", status=None
+            ) from None
+
+
+def _message(error: urllib.error.HTTPError) -> str:
+    try:
+        body = json.loads(error.read())
+        return str(body["error"]["message"])
+    except (ValueError, KeyError, TypeError):
+        return error.reason if isinstance(error.reason, str) else "error"

@@ -1,0 +1,103 @@
+"""The aiohttp application: the Sheets API, the OAuth token endpoint and the admin API.
+
+A Sheets API request goes through, in order: recognise the call, authenticate the
+bearer token (401), injected faults (error / hang / drop), the quota (429), then the
+handler. A ``drop`` fault lets the request be served (quota and data: a write is
+committed) and then closes the connection instead of answering.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from aiohttp import web
+
+from sheetsync.dev.emulator.admin_routes import add_admin_routes
+from sheetsync.dev.emulator.api import Call, CallContext, handle, recognise
+from sheetsync.dev.emulator.api_errors import ApiError
+from sheetsync.dev.emulator.faults import Fault
+from sheetsync.dev.emulator.oauth import token
+from sheetsync.dev.emulator.quotas import Access, QuotaExceededError, quota_exceeded
+from sheetsync.dev.emulator.responses import (
+    STATE_KEY,
+    base_url,
+    drop_connection,
+    error_response,
+    json_body,
+    json_response,
+)
+from sheetsync.dev.emulator.state import EmulatorState
+
+#: Largest request body accepted (Google recommends 2 MB per request; allow headroom).
+MAX_REQUEST_BYTES = 32 * 1024 * 1024
+
+
+async def sheets_api(request: web.Request) -> web.StreamResponse:
+    """Every ``/v4/spreadsheets...`` request."""
+    state = request.app[STATE_KEY]
+    # Quotas count a request when it arrives, as Google's front end does, not after its
+    # body was read: a large append must not look later than it was.
+    arrived = state.clock()
+    call = recognise(request.method, request.rel_url.raw_path)
+    if call is None:
+        return error_response(state, ApiError.not_found())
+    try:
+        account = state.accounts.authenticate(request.headers.get("Authorization"), state.clock())
+    except ApiError as error:
+        state.stats.record_request(call.endpoint, call.access, None)
+        return error_response(state, error)
+    state.stats.record_request(call.endpoint, call.access, account)
+    # Read the whole body first: a client that times out during a hang closes the
+    # connection, and the request it already sent must still be served after the hang.
+    raw_body = await request.read()
+    fault = state.faults.take(call.endpoint, account)
+    if fault is not None:
+        state.stats.record_fault(fault.action)
+        if fault.action == "error":
+            return error_response(state, _fault_error(state, fault, call.access))
+        if fault.action == "hang":
+            await asyncio.sleep(fault.seconds)
+    try:
+        state.quotas.take(account, call.access, arrived)
+    except QuotaExceededError as error:
+        state.stats.record_rate_limited(account, error.scope)
+        response = error_response(state, error)
+    else:
+        state.stats.record_served(account, call.access, arrived)
+        response = _serve(request, state, call, account, raw_body)
+    if fault is not None and fault.action == "drop":
+        return drop_connection(request)
+    return response
+
+
+def _serve(
+    request: web.Request, state: EmulatorState, call: Call, account: str, raw_body: bytes
+) -> web.Response:
+    try:
+        body = json_body(raw_body)
+        context = CallContext(state, account, request.query, body, base_url(request))
+        return json_response(handle(call, context))
+    except ApiError as error:
+        return error_response(state, error)
+
+
+def _fault_error(state: EmulatorState, fault: Fault, access: Access) -> ApiError:
+    if fault.status == 429:
+        return quota_exceeded(access, "account", state.quotas.limits.limit(access, "account"))
+    return ApiError.google(fault.status)
+
+
+async def _to_admin_index(request: web.Request) -> web.StreamResponse:
+    raise web.HTTPFound("/_emulator/")
+
+
+def make_app(state: EmulatorState | None = None) -> web.Application:
+    """The whole emulator as one aiohttp application."""
+    app = web.Application(client_max_size=MAX_REQUEST_BYTES)
+    app[STATE_KEY] = state or EmulatorState()
+    app.router.add_get("/", _to_admin_index)
+    app.router.add_get("/_emulator", _to_admin_index)
+    app.router.add_post("/token", token)
+    app.router.add_route("*", "/v4/spreadsheets{tail:.*}", sheets_api)
+    add_admin_routes(app)
+    return app

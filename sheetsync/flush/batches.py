@@ -1,0 +1,141 @@
+"""Turn the head of a buffer into rows to append: hydrate, skip, build, cut to size."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from sqlalchemy.orm import Session
+
+from sheetsync.errors import CryptoError, ValidationError
+from sheetsync.flush.hydrate import fetch_answers
+from sheetsync.flush.rows import FormLayout, RowBuilder, header_row, load_layout
+from sheetsync.keys import BufferKey
+from sheetsync.ledger import SETTLED
+from sheetsync.ledger import states as ledger_states
+from sheetsync.models import TransactionType
+from sheetsync.settings import Settings
+
+#: Reasons recorded on FAILED ledger rows.
+MISSING_ANSWER = "answer no longer exists"
+OTHER_FORM = "answer belongs to another form"
+
+
+def estimate_bytes(row: Sequence[str]) -> int:
+    """A row's size in the JSON request body, as the client writes it.
+
+    The client escapes every non-ASCII UTF-16 code unit as ``\\uXXXX`` (6 bytes), so a
+    cell costs its ASCII characters plus 6 per other code unit, plus quotes and a comma
+    (escaped quotes and control characters are a few bytes more; the budget leaves room).
+    """
+    size = 2
+    for cell in row:
+        if cell.isascii():
+            size += len(cell) + 3
+        else:
+            ascii_chars = len(cell.encode("ascii", "ignore"))
+            code_units = len(cell.encode("utf-16-le")) // 2
+            size += ascii_chars + 6 * (code_units - ascii_chars) + 3
+    return size
+
+
+@dataclass
+class Batch:
+    """Rows for one append, and what the buffer head they came from settles to.
+
+    ``consumed`` is the head of the list this batch covers (the LTRIM count); each id
+    in it is either appended (``appended_ids``), failed (``failed``, with the reason),
+    or was already settled (skipped).
+    """
+
+    consumed: list[str]
+    header: list[str]
+    rows: list[list[str]] = field(default_factory=list)
+    appended_ids: list[str] = field(default_factory=list)
+    positions: list[int] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+
+    def failures_by_reason(self) -> dict[str, list[str]]:
+        grouped: dict[str, list[str]] = defaultdict(list)
+        for answer_id, reason in self.failed.items():
+            grouped[reason].append(answer_id)
+        return dict(grouped)
+
+    def cut(self, max_bytes: int, *, header: bool) -> Batch:
+        """The longest prefix whose request stays under ``max_bytes`` (at least one row).
+
+        The cut is between rows, never inside one; ids after the cut stay in the list.
+        """
+        # 2% and 200 bytes of room for the envelope and escapes the estimate leaves out.
+        budget = int(max_bytes * 0.98) - 200 - (estimate_bytes(self.header) if header else 0)
+        used, keep = 0, 0
+        for row in self.rows:
+            used += estimate_bytes(row)
+            if used > budget and keep > 0:
+                break
+            keep += 1
+        if keep == len(self.rows):
+            return self
+        end = self.positions[keep]
+        consumed = self.consumed[:end]
+        kept = set(consumed)
+        return replace(
+            self,
+            consumed=consumed,
+            rows=self.rows[:keep],
+            appended_ids=self.appended_ids[:keep],
+            positions=self.positions[:keep],
+            failed={k: v for k, v in self.failed.items() if k in kept},
+        )
+
+
+class BatchBuilder:
+    """Builds batches for one buffer; caches the form layout for the run."""
+
+    def __init__(self, settings: Settings, key: BufferKey) -> None:
+        self.settings = settings
+        self.key = key
+        self._layout: FormLayout | None = None
+        self._rows: RowBuilder | None = None
+
+    def layout(self, session: Session) -> FormLayout:
+        if self._layout is None:
+            self._layout = load_layout(session, self.key.submission_id)
+            self._rows = RowBuilder(self._layout, self.settings)
+        return self._layout
+
+    def build(
+        self, session: Session, ids: Sequence[str], *, skip: frozenset[TransactionType] = SETTLED
+    ) -> Batch:
+        """Rows for ``ids`` in order, skipping duplicates and ids whose ledger state is in
+        ``skip`` (a replay skips only COMPLETED: its ids are DEAD_LETTERED or FAILED)."""
+        layout = self.layout(session)
+        assert self._rows is not None
+        states = ledger_states(session, ids, self.key.spread_sheet_id, self.key.sheet_id)
+        wanted = [i for i in dict.fromkeys(ids) if states.get(i) not in skip]
+        answers = fetch_answers(session, wanted) if wanted else {}
+        batch = Batch(consumed=list(ids), header=header_row(layout, self.settings))
+        seen: set[str] = set()
+        for position, answer_id in enumerate(ids):
+            if answer_id in seen or states.get(answer_id) in skip:
+                continue
+            seen.add(answer_id)
+            answer = answers.get(answer_id)
+            if answer is None:
+                batch.failed[answer_id] = MISSING_ANSWER
+                continue
+            if answer.submission_id != self.key.submission_id:
+                batch.failed[answer_id] = OTHER_FORM
+                continue
+            try:
+                row = self._rows.build(
+                    answer.id, answer.user_name, answer.submitted_at, answer.answer
+                )
+            except (ValidationError, CryptoError) as exc:
+                batch.failed[answer_id] = str(exc)
+                continue
+            batch.rows.append(row)
+            batch.appended_ids.append(answer_id)
+            batch.positions.append(position)
+        return batch

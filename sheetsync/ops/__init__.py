@@ -1,0 +1,1 @@
+"""Operations: the command line, status figures and process heartbeats."""

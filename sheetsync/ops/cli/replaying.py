@@ -1,0 +1,229 @@
+"""How ``dlq replay`` replays: hand entries to the workers, or run them here (``--now``).
+
+An entry is replayed only by whoever claims it (``claim_due`` marks it REPLAYING), so
+the beat dispatcher, the workers and a second operator never replay one entry at once.
+Sending to the workers claims every chosen entry and sends at once. Replaying here
+claims one entry at a time, right before replaying it: an entry claimed early would
+look stale to the dispatcher after ``DEFAULT_REPLAY_STALE_S`` and be claimed a second
+time. Whatever was claimed but not replayed (the broker was down, Ctrl-C) goes back to
+PENDING, due now.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from sqlalchemy import select, update
+
+from sheetsync import ledger
+from sheetsync.models import DeadLetter, DeadLetterStatus, TransactionType, utcnow
+from sheetsync.ops.cli.output import counted, err, hint, id_note, out, table, with_ids
+from sheetsync.pipeline import Pipeline
+from sheetsync.recovery.replay import ReplayResult, claim_due, make_due
+from sheetsync.recovery.replay import replay as replay_entry
+
+#: Ids per claim (keeps the IN list well under every database's parameter limit).
+CLAIM_CHUNK = 500
+#: Statuses a named entry may be replayed from.
+REPLAYABLE = frozenset({"PENDING", "FAILED", "REPLAYING"})
+
+
+def send_to_workers(
+    pipeline: Pipeline, *, ids: Sequence[int] | None, user_id: str | None
+) -> list[int]:
+    """Claim the chosen entries and send one replay task each. Returns the ids sent."""
+    from sheetsync.dispatch import get_dispatcher
+
+    # Before anything changes: without a Celery app there is nobody to send to.
+    dispatcher = get_dispatcher()
+    candidates = _candidates(pipeline, ids=ids, user_id=user_id)
+    claimed: list[int] = []
+    for start in range(0, len(candidates), CLAIM_CHUNK):
+        chunk = candidates[start : start + CLAIM_CHUNK]
+        claimed.extend(_claim(pipeline, chunk, include_failed=ids is not None))
+    owned = set(claimed)
+    _report_taken([i for i in candidates if i not in owned])
+    if not claimed:
+        return []
+    sent: list[int] = []
+    try:
+        for entry_id in claimed:
+            dispatcher.send_replay(entry_id)
+            sent.append(entry_id)
+    finally:
+        done = set(sent)
+        release(pipeline, [entry_id for entry_id in claimed if entry_id not in done])
+    out.print(
+        f"sent {counted(len(sent), 'dead letter')} to the workers {id_note(sent)}", markup=False
+    )
+    return sent
+
+
+def replay_here(
+    pipeline: Pipeline, *, ids: Sequence[int] | None, user_id: str | None
+) -> tuple[list[int], int]:
+    """Replay the chosen entries in this process, one by one, with a progress bar.
+
+    Returns (the ids of entries that did not end DONE, how many entries were replayed).
+    """
+    candidates = _candidates(pipeline, ids=ids, user_id=user_id)
+    if not candidates:
+        return [], 0
+    outcomes: list[Outcome] = []
+    taken: list[int] = []
+    columns = (
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=err) as progress:
+        for entry_id in candidates:
+            if not _claim(pipeline, [entry_id], include_failed=ids is not None):
+                taken.append(entry_id)
+                continue
+            try:
+                outcomes.append(_replay_one(pipeline, progress, entry_id))
+            except BaseException:
+                release(pipeline, [entry_id])
+                raise
+    _report_taken(taken)
+    if not outcomes:
+        return [], 0
+    grid = table("id", "status", "answers in the sheet", "summary", right=("id",))
+    for outcome in outcomes:
+        grid.add_row(
+            str(outcome.entry_id),
+            outcome.status,
+            f"{outcome.completed}/{outcome.total}",
+            outcome.result.summary,
+        )
+    out.print(grid)
+    done = DeadLetterStatus.DONE.value
+    unfinished = [outcome.entry_id for outcome in outcomes if outcome.status != done]
+    return unfinished, len(outcomes)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    entry_id: int
+    status: str
+    #: The entry's answers now COMPLETED for its sheet, of all its answers.
+    completed: int
+    total: int
+    result: ReplayResult
+
+
+def _replay_one(pipeline: Pipeline, progress: Progress, entry_id: int) -> Outcome:
+    label = f"dead letter {entry_id}"
+    task = progress.add_task(label, total=None)
+    report = _reporter(progress, task)
+    while True:
+        result = replay_entry(pipeline, entry_id, progress=report)
+        if result.retry_in_s is None:
+            break
+        # Rate limited: the entry stays ours (REPLAYING); wait for the slot and go on.
+        # The next attempt skips what already reached the sheet.
+        wait_s = max(result.retry_in_s, 0.05)
+        progress.update(task, description=f"{label} (rate limited, waiting {wait_s:.1f}s)")
+        time.sleep(wait_s)
+        progress.update(task, description=label)
+    status, completed, total = _settled(pipeline, entry_id)
+    progress.update(
+        task,
+        description=f"{label}: {status}",
+        total=max(total, 1),
+        completed=max(total, 1) if status == "DONE" else completed,
+    )
+    return Outcome(entry_id, status, completed, total, result)
+
+
+def _settled(pipeline: Pipeline, entry_id: int) -> tuple[str, int, int]:
+    """An entry's status, and how many of its answers are COMPLETED for its sheet."""
+    with pipeline.sessions() as session:
+        entry = session.get(DeadLetter, entry_id)
+        if entry is None:
+            return "gone", 0, 0
+        states = ledger.states(session, entry.answer_ids, entry.spread_sheet_id, entry.sheet_id)
+        ids = set(entry.answer_ids)
+        completed = sum(states.get(i) is TransactionType.COMPLETED for i in ids)
+        return entry.status.value, completed, len(ids)
+
+
+def _reporter(progress: Progress, task: TaskID) -> Callable[[int, int], None]:
+    def report(done: int, total: int) -> None:
+        progress.update(task, completed=done, total=max(total, 1))
+
+    return report
+
+
+def _candidates(pipeline: Pipeline, *, ids: Sequence[int] | None, user_id: str | None) -> list[int]:
+    """The entries to try, in order, saying which named ones are skipped and why.
+
+    Named entries may be PENDING, FAILED, or REPLAYING (claimable only once stale: its
+    worker died); --user and --all take PENDING entries.
+    """
+    if ids is None:
+        with pipeline.sessions() as session:
+            query = select(DeadLetter.id).where(DeadLetter.status == DeadLetterStatus.PENDING)
+            if user_id is not None:
+                query = query.where(DeadLetter.user_id == user_id)
+            found = list(session.scalars(query.order_by(DeadLetter.id)))
+        if not found:
+            whose = f" of user {user_id}" if user_id is not None else ""
+            out.print(f"no PENDING dead letters{whose}: nothing to replay", markup=False)
+        return found
+    statuses = _statuses(pipeline, ids)
+    chosen: list[int] = []
+    for entry_id in ids:
+        state = statuses.get(entry_id, "gone")
+        if state in REPLAYABLE:
+            chosen.append(entry_id)
+        else:
+            hint(f"dead letter {entry_id} is {state}: skipped")
+    return chosen
+
+
+def _claim(pipeline: Pipeline, ids: Sequence[int], *, include_failed: bool) -> list[int]:
+    """Make ``ids`` due now and claim them; returns the ones this process now owns."""
+    make_due(pipeline, ids=ids, include_failed=include_failed)
+    return claim_due(pipeline, ids=ids, limit=len(ids))
+
+
+def _report_taken(ids: Sequence[int]) -> None:
+    """Entries someone else claimed first (the dispatcher, a worker, another operator)."""
+    if ids:
+        verb = "is" if len(ids) == 1 else "are"
+        hint(f"{with_ids(ids, 'dead letter')} {verb} being replayed elsewhere already: skipped")
+
+
+def release(pipeline: Pipeline, ids: Sequence[int]) -> None:
+    """Give claimed entries that were never replayed back: PENDING, due now."""
+    if not ids:
+        return
+    with pipeline.sessions.begin() as session:
+        session.execute(
+            update(DeadLetter)
+            .where(DeadLetter.id.in_(list(ids)), DeadLetter.status == DeadLetterStatus.REPLAYING)
+            .values(status=DeadLetterStatus.PENDING, next_attempt_at=utcnow(), updated_at=utcnow())
+        )
+
+
+def _statuses(pipeline: Pipeline, ids: Sequence[int]) -> dict[int, str]:
+    with pipeline.sessions() as session:
+        rows = session.execute(
+            select(DeadLetter.id, DeadLetter.status).where(DeadLetter.id.in_(list(ids)))
+        ).all()
+    return {entry_id: DeadLetterStatus(status).value for entry_id, status in rows}

@@ -1,0 +1,195 @@
+"""The figures behind ``sheetsync status``, read in a few round trips whatever the load.
+
+The buffer index is read oldest first up to a limit (never scanned with KEYS); the
+lengths, jobs and per-account windows are fetched in pipelines. The live workers come
+from their heartbeats (:mod:`sheetsync.ops.heartbeats`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import func, select
+
+from sheetsync.errors import ValidationError
+from sheetsync.keys import BUFFER_INDEX, BufferKey, rate_account_key
+from sheetsync.models import DeadLetter, DeadLetterStatus, GoogleCredential, utcnow
+from sheetsync.ops import heartbeats
+from sheetsync.ops.cli.output import clip, now_ms
+from sheetsync.pipeline import Pipeline
+
+#: Commands per Redis pipeline round trip.
+PIPELINE_CHUNK = 1000
+
+
+def collect_buffers(pipeline: Pipeline, limit: int) -> dict[str, Any]:
+    client = pipeline.redis
+    now = now_ms()
+    total = int(client.zcard(BUFFER_INDEX))
+    entries: list[tuple[Any, float]] = list(
+        client.zrange(BUFFER_INDEX, 0, limit - 1, withscores=True)  # type: ignore[arg-type]
+    )
+    keys: list[tuple[BufferKey, float]] = []
+    malformed: list[str] = []
+    for raw, score in entries:
+        base = raw.decode() if isinstance(raw, bytes) else str(raw)
+        try:
+            keys.append((BufferKey.parse(base), float(score)))
+        except ValidationError:
+            malformed.append(clip(base, 200))
+    replies: list[Any] = []
+    for start in range(0, len(keys), PIPELINE_CHUNK):
+        pipe = client.pipeline(transaction=False)
+        for key, _ in keys[start : start + PIPELINE_CHUNK]:
+            pipe.llen(key.buf)
+            pipe.hgetall(key.job)
+        replies.extend(pipe.execute())
+    items = []
+    for index, (key, oldest_ms) in enumerate(keys):
+        depth, job = replies[2 * index], _decoded(replies[2 * index + 1])
+        items.append(
+            {
+                "base": key.base,
+                "user_id": key.user_id,
+                "submission_id": key.submission_id,
+                "spread_sheet_id": key.spread_sheet_id,
+                "sheet_id": key.sheet_id,
+                "depth": int(depth),
+                "oldest_age_s": round(max(0, now - oldest_ms) / 1000, 3),
+                "job": _job(job, now) if job else None,
+            }
+        )
+    return {"total": total, "shown": len(items), "items": items, "malformed": malformed}
+
+
+def _decoded(raw: dict[Any, Any]) -> dict[str, str]:
+    return {
+        (k.decode() if isinstance(k, bytes) else str(k)): (
+            v.decode() if isinstance(v, bytes) else str(v)
+        )
+        for k, v in raw.items()
+    }
+
+
+def _ms_from_now(value: str | None, now: int) -> float | None:
+    if not value:
+        return None
+    try:
+        return round((int(float(value)) - now) / 1000, 3)
+    except ValueError:
+        return None
+
+
+def _job(job: dict[str, str], now: int) -> dict[str, Any]:
+    token = job.get("token") or ""
+    return {
+        "state": job.get("state"),
+        "token": token,
+        "seq": token.rpartition("#")[2] or None,
+        "queue": job.get("queue"),
+        "promoted": job.get("promoted") == "1",
+        "attempts": int(job.get("attempts") or 0),
+        "due_in_s": _ms_from_now(job.get("due_at"), now),
+        "lease_left_s": _ms_from_now(job.get("lease_until"), now),
+    }
+
+
+def collect_workers(pipeline: Pipeline) -> dict[str, Any]:
+    """The worker and beat processes with a fresh heartbeat, and the queues consumed."""
+    beats = heartbeats.live(pipeline.redis)
+    return {
+        "max_heartbeat_age_s": heartbeats.DEFAULT_HEARTBEAT_TTL_S,
+        "live": [
+            {
+                "name": beat.name,
+                "role": beat.role,
+                "queues": list(beat.queues),
+                "pid": beat.pid,
+                "heartbeat_age_s": beat.age_s,
+            }
+            for beat in beats
+        ],
+        "consumed_queues": sorted(heartbeats.consumed_queues(beats)),
+    }
+
+
+def flag_stalled(buffers: dict[str, Any], workers: dict[str, Any]) -> list[dict[str, Any]]:
+    """Mark every listed job ``overdue`` or not, and whether a live worker consumes its
+    queue (``queue_consumed``). Returns the queues that hold overdue buffers but have no
+    live worker: nothing will ever flush those buffers."""
+    consumed = set(workers["consumed_queues"])
+    stalled: dict[str, int] = {}
+    for item in buffers["items"]:
+        job = item["job"]
+        if not job:
+            continue
+        due = job["due_in_s"]
+        job["overdue"] = job["state"] != "running" and due is not None and due < 0
+        job["queue_consumed"] = job["queue"] in consumed
+        if job["overdue"] and job["queue"] and not job["queue_consumed"]:
+            stalled[job["queue"]] = stalled.get(job["queue"], 0) + 1
+    return [{"queue": queue, "overdue_buffers": count} for queue, count in sorted(stalled.items())]
+
+
+def collect_dead_letters(pipeline: Pipeline) -> dict[str, Any]:
+    with pipeline.sessions() as session:
+        rows = session.execute(
+            select(DeadLetter.status, DeadLetter.reason, func.count())
+            .group_by(DeadLetter.status, DeadLetter.reason)
+            .order_by(DeadLetter.status, DeadLetter.reason)
+        ).all()
+        due_now = session.scalar(
+            select(func.count())
+            .select_from(DeadLetter)
+            .where(DeadLetter.status == DeadLetterStatus.PENDING)
+            .where(DeadLetter.next_attempt_at <= utcnow())
+        )
+    counts: list[dict[str, Any]] = []
+    by_status: dict[str, int] = {}
+    by_reason: dict[str, int] = {}
+    for state, reason, count in rows:
+        state_name, reason_name = str(state), str(reason)
+        counts.append({"status": state_name, "reason": reason_name, "count": int(count)})
+        by_status[state_name] = by_status.get(state_name, 0) + int(count)
+        by_reason[reason_name] = by_reason.get(reason_name, 0) + int(count)
+    return {
+        "total": sum(by_status.values()),
+        "by_status": by_status,
+        "by_reason": by_reason,
+        "counts": counts,
+        "pending_due_now": int(due_now or 0),
+    }
+
+
+def collect_limiter(pipeline: Pipeline) -> dict[str, Any]:
+    limiter = pipeline.limiter
+    project = limiter.usage()
+    with pipeline.sessions() as session:
+        accounts = sorted(set(session.scalars(select(GoogleCredential.google_account_id))))
+    used = _account_use(pipeline, accounts)
+    limit = pipeline.settings.rate_limit_per_account
+    return {
+        "window_s": pipeline.settings.rate_window_s,
+        "project": {"used": project.used, "limit": project.limit},
+        "accounts": [
+            {"account": account, "used": count, "limit": limit}
+            for account, count in zip(accounts, used, strict=True)
+        ],
+    }
+
+
+def _account_use(pipeline: Pipeline, accounts: Sequence[str]) -> list[int]:
+    """Requests in each account's current window, as ``RateLimiter.usage`` counts them,
+    but pipelined: one round trip per thousand accounts instead of two per account."""
+    if not accounts:
+        return []
+    seconds, micros = pipeline.redis.time()
+    since = f"({seconds * 1000 + micros // 1000 - pipeline.limiter.window_ms}"
+    counts: list[int] = []
+    for start in range(0, len(accounts), PIPELINE_CHUNK):
+        pipe = pipeline.redis.pipeline(transaction=False)
+        for account in accounts[start : start + PIPELINE_CHUNK]:
+            pipe.zcount(rate_account_key(account), since, "+inf")
+        counts.extend(int(n) for n in pipe.execute())
+    return counts

@@ -1,0 +1,89 @@
+"""Which worker and beat processes are alive, and which queues they consume.
+
+Every Celery worker and beat process of sheetsync writes a heartbeat into the buffer
+Redis every few seconds (:mod:`sheetsync.celery.health`). ``sheetsync status`` reads
+them to name a queue that no live worker consumes, and ``sheetsync health`` answers a
+container's healthcheck from them. Times are the Redis server's, so hosts with skewed
+clocks agree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+
+from sheetsync.keys import HEARTBEATS, heartbeat_key
+
+#: How often a process writes its heartbeat.
+DEFAULT_HEARTBEAT_INTERVAL_S = 5.0
+#: A heartbeat older than this means the process is gone (or stuck).
+DEFAULT_HEARTBEAT_TTL_S = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    name: str
+    role: str
+    queues: tuple[str, ...]
+    pid: int
+    age_s: float
+
+
+def _text(value: bytes | str | None) -> str:
+    if value is None:
+        return ""
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def record(
+    client: redis.Redis,
+    name: str,
+    *,
+    role: str,
+    queues: tuple[str, ...] = (),
+    pid: int,
+    ttl_s: float = DEFAULT_HEARTBEAT_TTL_S,
+) -> None:
+    """Say that process ``name`` is alive now."""
+    from sheetsync.buffers.store import load_script_source
+
+    script = client.register_script(load_script_source("heartbeat"))
+    script(
+        keys=[HEARTBEATS, heartbeat_key(name)],
+        args=[name, role, ",".join(queues), pid, ttl_s],
+    )
+
+
+def live(client: redis.Redis, *, max_age_s: float = DEFAULT_HEARTBEAT_TTL_S) -> list[Heartbeat]:
+    """The processes whose last heartbeat is younger than ``max_age_s``, newest first."""
+    seconds, micros = client.time()
+    now_ms = seconds * 1000 + micros // 1000
+    entries: list[tuple[Any, float]] = list(
+        client.zrevrangebyscore(HEARTBEATS, "+inf", now_ms - max_age_s * 1000, withscores=True)  # type: ignore[arg-type]
+    )
+    if not entries:
+        return []
+    pipe = client.pipeline(transaction=False)
+    for name, _ in entries:
+        pipe.hmget(heartbeat_key(_text(name)), "role", "queues", "pid")
+    found: list[Heartbeat] = []
+    for (name, seen), (role, queues, pid) in zip(entries, pipe.execute(), strict=True):
+        if role is None:
+            continue  # its details expired between the two reads
+        found.append(
+            Heartbeat(
+                name=_text(name),
+                role=_text(role),
+                queues=tuple(q for q in _text(queues).split(",") if q),
+                pid=int(pid_text) if (pid_text := _text(pid)).isdigit() else 0,
+                age_s=round(max(0.0, now_ms - float(seen)) / 1000, 3),
+            )
+        )
+    return found
+
+
+def consumed_queues(beats: list[Heartbeat]) -> set[str]:
+    """Every queue at least one live worker consumes."""
+    return {queue for beat in beats if beat.role == "worker" for queue in beat.queues}

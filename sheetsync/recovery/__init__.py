@@ -1,0 +1,1 @@
+"""Dead letters, their replay, and the periodic repairs (sweeper, reconciler)."""

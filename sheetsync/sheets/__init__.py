@@ -1,0 +1,1 @@
+"""The Sheets API client, its HTTP transport and the rate limiter in front of it."""

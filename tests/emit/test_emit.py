@@ -1,0 +1,156 @@
+"""The web app's call: outbox semantics, validation, Redis down, one round trip."""
+
+from __future__ import annotations
+
+import pytest
+import redis
+from sqlalchemy import select
+from support.waiting import wait_until
+
+from sheetsync import emit_answer_submitted
+from sheetsync.buffers.store import BufferStore
+from sheetsync.dev.seed import link_sheet, seed_form
+from sheetsync.errors import NotFoundError, ValidationError
+from sheetsync.models import (
+    CredentialStatus,
+    DeadLetterReason,
+    SheetTransaction,
+    SpreadSheet,
+    TransactionType,
+)
+from sheetsync.pipeline import get_pipeline
+from sheetsync.recovery import repair
+
+
+def redis_keys(pipeline) -> list[bytes]:
+    return list(pipeline.redis.scan_iter("*"))
+
+
+def test_a_form_with_no_link_writes_nothing(world, pipeline):
+    with pipeline.sessions.begin() as session:
+        form = seed_form(session, owner_id="lonely")
+    [answer_id] = world.answers(form, 1)
+    result = emit_answer_submitted(answer_id)
+    assert result.enqueued == () and not result.pushed
+    assert world.ledger_counts() == {}
+    assert redis_keys(pipeline) == []
+
+
+def test_bad_ids_fail_before_anything_is_written(world, pipeline):
+    with pytest.raises(ValidationError, match="answer id must match"):
+        emit_answer_submitted("bad id; DROP TABLE")
+    with pytest.raises(NotFoundError, match="answer nope does not exist"):
+        emit_answer_submitted("nope")
+    assert redis_keys(pipeline) == []
+
+
+def test_inside_the_callers_transaction_push_waits_for_commit(world, pipeline):
+    form = world.form()
+    sheet = world.sheet(form)
+    first, second = world.answers(form, 2)
+
+    with pipeline.sessions() as session:
+        result = emit_answer_submitted(first, session=session)
+        assert len(result.enqueued) == 1 and not result.pushed
+        assert redis_keys(pipeline) == []  # nothing before commit
+        session.rollback()
+    assert redis_keys(pipeline) == []  # a rolled-back answer is never pushed
+    assert world.ledger_counts() == {}
+
+    with pipeline.sessions() as session:
+        emit_answer_submitted(second, session=session)
+        assert redis_keys(pipeline) == []
+        session.commit()
+    key = result.enqueued[0]
+    assert [v.decode() for v in pipeline.redis.lrange(key.buf, 0, -1)] == [second]
+    assert world.ledger_counts() == {"ENQUEUED": 1}
+    assert sheet.spreadsheet_id == key.spread_sheet_id
+
+
+def test_redis_down_never_fails_the_caller_and_the_reconciler_catches_up(
+    world, pipeline, worker, monkeypatch
+):
+    form = world.form()
+    sheet = world.sheet(form)
+    ids = world.answers(form, 3)
+
+    def refuse(*args, **kwargs):
+        raise redis.ConnectionError("Connection refused")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(BufferStore, "push", refuse)
+        results = [emit_answer_submitted(answer_id) for answer_id in ids]
+    assert [r.pushed for r in results] == [False, False, False]
+    assert world.ledger_counts() == {"ENQUEUED": 3}
+
+    report = repair.reconcile(get_pipeline())  # RECONCILE_AFTER_S is 0 in tests
+    assert report.answers == 3
+    wait_until(lambda: world.ids_in(sheet) == ids)
+
+
+def test_malformed_link_is_validation_failed_and_alerted_others_flow(world, alerts, pipeline):
+    form = world.form()
+    good = world.sheet(form)
+    with pipeline.sessions.begin() as session:
+        link_sheet(session, form, "not a valid id!", 0)
+    [answer_id] = world.answers(form, 1)
+
+    result = emit_answer_submitted(answer_id)
+
+    assert len(result.enqueued) == 1 and result.enqueued[0].spread_sheet_id == good.spreadsheet_id
+    assert len(result.invalid) == 1 and "malformed" in result.invalid[0]
+    with pipeline.sessions() as session:
+        states = dict(
+            session.execute(select(SheetTransaction.spread_sheet_id, SheetTransaction.type)).all()
+        )
+        bad_link = session.scalar(
+            select(SpreadSheet.id).where(SpreadSheet.spread_sheet_id == "not a valid id!")
+        )
+    assert states == {
+        good.spreadsheet_id: TransactionType.ENQUEUED,
+        "not a valid id!": TransactionType.VALIDATION_FAILED,
+    }
+    assert [text for text in alerts.texts if f"link {bad_link}" in text]
+
+    # Every later answer of the form fails the same way; the operator hears it once.
+    [another] = world.answers(form, 1, prefix="again")
+    assert len(emit_answer_submitted(another).invalid) == 1
+    assert len([text for text in alerts.texts if f"link {bad_link}" in text]) == 1
+
+
+def test_an_invalid_credential_sends_the_answer_straight_to_the_dead_letter(world, pipeline):
+    form = world.form("broken", credential_status=CredentialStatus.INVALID)
+    world.sheet(form)
+    ids = world.answers(form, 2)
+    for answer_id in ids:
+        result = emit_answer_submitted(answer_id)
+        assert result.enqueued == () and len(result.dead_lettered) == 1
+    [entry] = world.dead_letters()
+    assert entry.reason is DeadLetterReason.CREDENTIAL and entry.answer_ids == ids
+    assert world.ledger_counts() == {"DEAD_LETTERED": 2}
+    assert not any(k.endswith(b":buf") for k in redis_keys(pipeline))
+
+
+@pytest.mark.parametrize("sheets", [1, 3])
+def test_one_redis_round_trip_per_emit(world, pipeline, monkeypatch, sheets):
+    form = world.form()
+    for n in range(sheets):
+        world.sheet(form, f"T{n}")
+    first, second = world.answers(form, 2)
+    emit_answer_submitted(first)  # the first id of a burst also sends the task
+
+    sent = []
+    connection_class = redis.connection.Connection
+    original = connection_class.send_packed_command
+    buffer_db = pipeline.redis.connection_pool.connection_kwargs.get("db", 0)
+    handshake = (b"HELLO", b"PING", b"CLIENT", b"SELECT")
+
+    def counting(self, command, check_health=True):
+        first = b"".join(command)[:40]
+        if self.db == buffer_db and not any(word in first for word in handshake):
+            sent.append(command)
+        return original(self, command, check_health)
+
+    monkeypatch.setattr(connection_class, "send_packed_command", counting)
+    emit_answer_submitted(second)
+    assert len(sent) == 1

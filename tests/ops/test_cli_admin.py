@@ -1,0 +1,135 @@
+"""Credentials, keys, the schema, the demo and the emulator, through the console script."""
+
+from __future__ import annotations
+
+import base64
+import importlib.util
+import json
+import socket
+import subprocess
+import time
+import urllib.request
+from datetime import timedelta
+
+from support.cli import SCRIPT, Cli
+
+from sheetsync.crypto import Keyring, generate_key
+from sheetsync.dev.seed import seed_answers, seed_form, seed_user
+from sheetsync.models import (
+    CredentialStatus,
+    DeadLetterStatus,
+    GoogleCredential,
+    SubmissionAnswer,
+    utcnow,
+)
+
+
+def test_reconnect_makes_the_owners_entries_due(cli: Cli) -> None:
+    with cli.sessions.begin() as session:
+        seed_user(session, "owner_1", credential_status=CredentialStatus.INVALID)
+    later = utcnow() + timedelta(days=7)
+    mine = cli.add_dead_letter(user_id="owner_1", next_attempt_at=later)
+    done = cli.add_dead_letter(
+        user_id="owner_1", status=DeadLetterStatus.DONE, next_attempt_at=later
+    )
+    theirs = cli.add_dead_letter(user_id="owner_2", next_attempt_at=later)
+
+    result = cli.ok("credentials", "reconnect", "owner_1")
+
+    assert "credential of owner_1 is VALID; 1 dead letter is due now" in result.stdout
+    assert "sheetsync dlq replay --user owner_1" in result.stderr
+    with cli.sessions() as session:
+        credential = session.get(GoogleCredential, "owner_1")
+        assert credential is not None
+        assert credential.status is CredentialStatus.VALID
+    entry = cli.entry(mine)
+    assert entry.status is DeadLetterStatus.PENDING
+    assert entry.next_attempt_at <= utcnow()
+    assert cli.entry(done).next_attempt_at == later
+    assert cli.entry(theirs).next_attempt_at == later
+
+
+def test_reconnect_of_a_user_without_credential_is_one_line(cli: Cli) -> None:
+    result = cli("credentials", "reconnect", "ghost")
+    assert result.code == 1
+    assert result.error_lines == ["error: user ghost has no Google credential"]
+
+
+def test_db_upgrade_is_idempotent(cli: Cli) -> None:
+    result = cli.ok("db", "upgrade")
+    assert result.stdout.strip() == f"{cli.database_url}: schema up to date"
+
+
+def test_keys_generate_prints_a_usable_key(cli: Cli) -> None:
+    key = cli.ok("keys", "generate").stdout.strip()
+    assert len(base64.urlsafe_b64decode(key)) == 32
+
+
+def test_pii_rotate_moves_everything_to_the_newest_key(cli: Cli) -> None:
+    old_key = cli.env["SHEETSYNC_PII_KEYS"]
+    old = Keyring([base64.urlsafe_b64decode(old_key)])
+    with cli.sessions.begin() as session:
+        form = seed_form(session, owner_id="owner_1", pii=2, keyring=old)
+        seed_answers(session, form, 5, keyring=old, seed=1)
+    new_key = generate_key()
+
+    result = cli.ok("pii", "rotate", env={"SHEETSYNC_PII_KEYS": f"{new_key},{old_key}"})
+
+    assert "5 answers scanned, 5 updated" in result.stdout
+    assert "and 1 refresh token re-encrypted" in result.stdout
+    new_only = Keyring([base64.urlsafe_b64decode(new_key)])
+    with cli.sessions() as session:
+        credential = session.get(GoogleCredential, "owner_1")
+        assert credential is not None
+        assert new_only.decrypt(credential.refresh_token) == "refresh-owner_1"
+        pii_ids = set(form.pii_question_ids)
+        values = [
+            item["value"]
+            for answer in session.query(SubmissionAnswer)
+            for item in answer.answer
+            if item["questionId"] in pii_ids
+        ]
+    assert values
+    for value in values:
+        new_only.decrypt(value)  # raises if any value stayed under the old key
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_emulator_serves_until_stopped(cli: Cli) -> None:
+    emulator = importlib.import_module("sheetsync.dev.emulator")
+    if getattr(emulator, "serve", None) is None:
+        result = cli("emulator")
+        assert result.code == 1
+        assert len(result.error_lines) == 1
+        assert "emulator is not available" in result.stderr
+        return
+    port = _free_port()
+    process = subprocess.Popen(
+        [str(SCRIPT), "emulator", "--port", str(port), "--write-per-account", "7"],
+        env=cli.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        stats = None
+        deadline = time.monotonic() + 30
+        while stats is None and time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(
+                    f"http://127.0.0.1:{port}/_emulator/stats", timeout=2
+                ) as response:
+                    stats = json.loads(response.read())
+            except OSError:
+                assert process.poll() is None, process.communicate()[1]
+                time.sleep(0.2)
+        assert stats is not None, "the emulator never answered"
+    finally:
+        process.terminate()
+        _, stderr = process.communicate(timeout=30)
+    assert f"SHEETSYNC_GOOGLE_API_ENDPOINT=http://127.0.0.1:{port}" in stderr

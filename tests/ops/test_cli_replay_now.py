@@ -1,0 +1,133 @@
+"""`sheetsync dlq replay --now` against the Sheets API emulator, in this process."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import timedelta
+
+import pytest
+from support.cli import Cli
+
+from sheetsync.dev.emulator import EmulatorAdmin, EmulatorServer
+from sheetsync.dev.seed import link_sheet, seed_answers, seed_form
+from sheetsync.models import (
+    CredentialStatus,
+    DeadLetterReason,
+    DeadLetterStatus,
+    GoogleCredential,
+    SheetTransaction,
+    TransactionType,
+    utcnow,
+)
+
+OWNER = "owner_1"
+ACCOUNT = "google-owner_1"
+
+
+@dataclass
+class Parked:
+    entry_id: int
+    answer_ids: list[str]
+    spreadsheet_id: str
+    gid: int
+    env: dict[str, str]
+    admin: EmulatorAdmin
+
+
+@pytest.fixture
+def emulator() -> Iterator[EmulatorServer]:
+    with EmulatorServer() as server:
+        yield server
+
+
+@pytest.fixture
+def parked(cli: Cli, emulator: EmulatorServer) -> Parked:
+    """25 answers of a form parked in one CREDENTIAL dead letter, due in 7 days."""
+    admin = EmulatorAdmin(emulator.url)
+    admin.add_account(ACCOUNT, f"refresh-{OWNER}")
+    spreadsheet_id, gids = admin.create_spreadsheet(ACCOUNT, "Answers", ["Responses"])
+    gid = gids["Responses"]
+    with cli.sessions.begin() as session:
+        form = seed_form(session, owner_id=OWNER)
+        link_sheet(session, form, spreadsheet_id, gid)
+        answer_ids = seed_answers(session, form, 25)
+    entry_id = cli.add_dead_letter(
+        user_id=OWNER,
+        submission_id=form.submission_id,
+        spread_sheet_id=spreadsheet_id,
+        sheet_id=gid,
+        answer_ids=answer_ids,
+        next_attempt_at=utcnow() + timedelta(days=7),
+    )
+    env = {
+        "SHEETSYNC_GOOGLE_API_ENDPOINT": emulator.url,
+        "SHEETSYNC_GOOGLE_TOKEN_URI": emulator.token_uri,
+        "SHEETSYNC_GOOGLE_CLIENT_ID": "sheetsync-tests",
+        "SHEETSYNC_GOOGLE_CLIENT_SECRET": "not-a-secret",
+        # Generous: a loaded test machine must not turn a slow answer into a failure.
+        "SHEETSYNC_GOOGLE_TIMEOUT_S": "30",
+        "SHEETSYNC_BATCH_SIZE": "10",
+    }
+    return Parked(entry_id, answer_ids, spreadsheet_id, gid, env, admin)
+
+
+def test_replay_now_appends_the_rows_once(cli: Cli, parked: Parked) -> None:
+    result = cli.ok("dlq", "replay", str(parked.entry_id), "--now", env=parked.env)
+
+    assert "DONE" in result.stdout
+    assert "25/25" in result.stdout
+    assert "25 rows appended" in result.stdout
+    rows = parked.admin.sheet_values(parked.spreadsheet_id, parked.gid)
+    assert rows[0][:3] == ["Answer ID", "Submitter", "Submitted at"]
+    assert [row[0] for row in rows[1:]] == parked.answer_ids
+    assert cli.entry(parked.entry_id).status is DeadLetterStatus.DONE
+    with cli.sessions() as session:
+        states = {t.type for t in session.query(SheetTransaction)}
+    assert states == {TransactionType.COMPLETED}
+
+    # Nothing is left to replay, and nothing is appended twice.
+    again = cli.ok("dlq", "replay", str(parked.entry_id), "--now", env=parked.env)
+    assert f"dead letter {parked.entry_id} is DONE: skipped" in again.stderr
+    assert len(parked.admin.sheet_values(parked.spreadsheet_id, parked.gid)) == 26
+
+
+def test_replay_now_with_a_revoked_account_fails_in_one_line(cli: Cli, parked: Parked) -> None:
+    parked.admin.revoke(ACCOUNT)
+
+    result = cli("dlq", "replay", str(parked.entry_id), "--now", env=parked.env)
+
+    assert result.code == 1
+    assert "credential failed again" in result.stdout
+    assert "0/25" in result.stdout
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"error: 1 dead letter replayed, 1 did not finish (id {parked.entry_id}): "
+        "see the summary above"
+    )
+    entry = cli.entry(parked.entry_id)
+    assert entry.status is DeadLetterStatus.PENDING
+    assert entry.reason is DeadLetterReason.CREDENTIAL
+    assert entry.attempts == 1
+    assert entry.next_attempt_at > utcnow() + timedelta(days=6)
+    with cli.sessions() as session:
+        credential = session.get(GoogleCredential, OWNER)
+        assert credential is not None
+        assert credential.status is CredentialStatus.INVALID
+    assert parked.admin.sheet_values(parked.spreadsheet_id, parked.gid) == []
+
+
+def test_replay_now_waits_for_the_rate_limiter(cli: Cli, parked: Parked) -> None:
+    # Two requests a second: the replay is refused a slot several times over and waits.
+    limits = {"SHEETSYNC_RATE_LIMIT_PER_ACCOUNT": "2", "SHEETSYNC_RATE_WINDOW_S": "1"}
+
+    started = time.monotonic()
+    result = cli.ok("dlq", "replay", str(parked.entry_id), "--now", env={**parked.env, **limits})
+    elapsed = time.monotonic() - started
+
+    assert "25/25" in result.stdout
+    rows = parked.admin.sheet_values(parked.spreadsheet_id, parked.gid)
+    assert [row[0] for row in rows[1:]] == parked.answer_ids
+    assert cli.entry(parked.entry_id).status is DeadLetterStatus.DONE
+    # At least 5 requests (titles, the id column, 3 appends of 10): 2 windows of waiting.
+    assert elapsed >= 2.0

@@ -1,0 +1,89 @@
+"""`sheetsync status` through the real console script."""
+
+from __future__ import annotations
+
+import json
+
+from support.cli import Cli
+
+from sheetsync.dev.seed import seed_user
+from sheetsync.keys import BufferKey
+from sheetsync.models import DeadLetterReason, DeadLetterStatus
+from sheetsync.pipeline import Pipeline
+
+
+def test_status_json_shows_buffers_dead_letters_and_limits(cli: Cli) -> None:
+    with cli.sessions.begin() as session:
+        seed_user(session, "owner_1", google_account_id="acct-1")
+        seed_user(session, "owner_2", google_account_id="acct-idle")
+    cli.add_dead_letter(user_id="owner_1")
+    cli.add_dead_letter(
+        user_id="owner_1", status=DeadLetterStatus.FAILED, reason=DeadLetterReason.PERMANENT
+    )
+    key = BufferKey("owner_1", "form_1", "sheet_abc", 7)
+    pipeline = Pipeline.build()
+    try:
+        dispatches = pipeline.store.push([(key, "sheetsync_priority")], ["a_1", "a_2", "a_3"])
+        assert len(dispatches) == 1
+        pipeline.limiter.take("acct-1")
+        pipeline.limiter.take("acct-1")
+    finally:
+        pipeline.close()
+
+    report = json.loads(cli.ok("status", "--json").stdout)
+
+    assert report["redis_url"].endswith("/13")
+    buffers = report["buffers"]
+    assert buffers["total"] == 1
+    (item,) = buffers["items"]
+    assert item["base"] == key.base
+    assert (item["user_id"], item["submission_id"], item["spread_sheet_id"], item["sheet_id"]) == (
+        "owner_1",
+        "form_1",
+        "sheet_abc",
+        7,
+    )
+    assert item["depth"] == 3
+    assert 0 <= item["oldest_age_s"] < 60
+    job = item["job"]
+    assert job["state"] == "scheduled"
+    assert job["token"] == dispatches[0].token
+    assert job["queue"] == "sheetsync_priority"
+    assert job["promoted"] is False
+    assert 0 < job["due_in_s"] <= 10  # the default debounce
+    assert job["lease_left_s"] is None
+
+    dead = report["dead_letters"]
+    assert dead["total"] == 2
+    assert dead["by_status"] == {"FAILED": 1, "PENDING": 1}
+    assert dead["by_reason"] == {"CREDENTIAL": 1, "PERMANENT": 1}
+    assert dead["pending_due_now"] == 0
+
+    limiter = report["limiter"]
+    assert limiter["project"] == {"used": 2, "limit": 300}
+    assert limiter["accounts"] == [
+        {"account": "acct-1", "used": 2, "limit": 60},
+        {"account": "acct-idle", "used": 0, "limit": 60},
+    ]
+
+
+def test_status_tables_for_people(cli: Cli) -> None:
+    pipeline = Pipeline.build()
+    try:
+        pipeline.store.push([(BufferKey("owner_1", "form_9", "sheet_abc", 0), "q")], ["a_1"])
+    finally:
+        pipeline.close()
+    cli.add_dead_letter()
+    text = cli.ok("status").stdout
+    assert "buffers: 1" in text
+    assert "form_9" in text
+    assert "scheduled" in text
+    assert "dead letters: 1" in text
+    assert "rate limits" in text
+
+
+def test_status_with_nothing_going_on(cli: Cli) -> None:
+    report = json.loads(cli.ok("status", "--json").stdout)
+    assert report["buffers"]["total"] == 0
+    assert report["dead_letters"]["total"] == 0
+    assert report["limiter"]["project"]["used"] == 0

@@ -1,0 +1,133 @@
+"""Dead letters: claimed once under concurrency, replayed on the scheduled queue."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import update
+from support.waiting import wait_until
+
+from sheetsync.keys import BufferKey
+from sheetsync.models import (
+    CredentialStatus,
+    DeadLetter,
+    DeadLetterReason,
+    DeadLetterStatus,
+    GoogleCredential,
+    utcnow,
+)
+from sheetsync.recovery import deadletters, replay
+
+
+def park(world, form, sheet, ids, reason=DeadLetterReason.CREDENTIAL, delay_s=0.0):
+    key = BufferKey(form.owner_id, form.submission_id, sheet.spreadsheet_id, sheet.gid)
+    with world.pipeline.sessions.begin() as session:
+        entry = deadletters.park(session, key, ids, reason, "test", delay_s=delay_s)
+        return entry.id
+
+
+@pytest.mark.parametrize("db_url", ["sqlite", "postgres"], indirect=True)
+def test_concurrent_dispatchers_claim_each_entry_once(world, db_url):
+    pipeline = world.pipeline
+    form = world.form()
+    sheets = [world.sheet(form, f"T{n}") for n in range(30)]
+    ids = world.answers(form, 2)
+    for sheet in sheets:
+        park(world, form, sheet, ids)
+        park(world, form, sheet, ids, reason=DeadLetterReason.TRANSIENT_EXHAUSTED)
+    claimed: list[int] = []
+    lock = threading.Lock()
+
+    def dispatcher() -> None:
+        while True:
+            got = replay.claim_due(pipeline, limit=7)
+            if not got:
+                return
+            with lock:
+                claimed.extend(got)
+
+    threads = [threading.Thread(target=dispatcher) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(claimed) == 60 and len(set(claimed)) == 60
+    assert {e.status for e in world.dead_letters()} == {DeadLetterStatus.REPLAYING}
+
+
+def test_credential_entries_merge_and_wait_seven_days(world, pipeline):
+    form = world.form()
+    sheet = world.sheet(form)
+    ids = world.answers(form, 4)
+    first = park(world, form, sheet, ids[:2], delay_s=7 * 86400)
+    second = park(world, form, sheet, ids[1:], delay_s=7 * 86400)
+    assert first == second
+    [entry] = world.dead_letters()
+    assert entry.answer_ids == ids
+    assert timedelta(days=6.9) < entry.next_attempt_at - utcnow() <= timedelta(days=7)
+    assert replay.claim_due(pipeline) == []  # not due
+
+
+def test_beat_dispatch_replays_on_the_scheduled_queue(world, worker, admin):
+    from celery.signals import task_postrun
+
+    runs = []
+
+    def record(task=None, **_):
+        runs.append((task.name, (task.request.delivery_info or {}).get("routing_key")))
+
+    task_postrun.connect(record, weak=False)
+    try:
+        form = world.form()
+        sheet = world.sheet(form)
+        ids = world.answers(form, 3)
+        park(world, form, sheet, ids)
+        from sheetsync.celery.tasks import dispatch_dead_letters
+
+        dispatch_dead_letters.delay()
+        wait_until(lambda: world.ids_in(sheet) == ids)
+        wait_until(lambda: world.dead_letters()[0].status is DeadLetterStatus.DONE)
+    finally:
+        task_postrun.disconnect(record)
+    assert ("sheetsync.dispatch_dead_letters", "sheetsync_scheduled") in runs
+    assert ("sheetsync.replay_dead_letter", "sheetsync_scheduled") in runs
+    assert world.ledger_counts() == {"COMPLETED": 3}
+
+
+def test_replay_with_a_still_broken_credential_waits_seven_more_days(
+    world, pipeline, admin, alerts
+):
+    form = world.form()
+    sheet = world.sheet(form)
+    ids = world.answers(form, 3)
+    entry_id = park(world, form, sheet, ids)
+    admin.revoke(f"google-{form.owner_id}")
+    [claimed] = replay.claim_due(pipeline)
+    result = replay.replay(pipeline, claimed)
+    assert "credential failed again" in result.summary
+    [entry] = world.dead_letters()
+    assert entry.id == entry_id and entry.status is DeadLetterStatus.PENDING
+    assert entry.attempts == 1
+    assert entry.next_attempt_at - utcnow() > timedelta(days=6.9)
+    with pipeline.sessions() as session:
+        assert session.get(GoogleCredential, form.owner_id).status is CredentialStatus.INVALID
+    assert any("credential still failing" in text for text in alerts.texts)
+
+
+def test_replay_into_a_deleted_spreadsheet_fails_permanently(world, pipeline, admin, alerts):
+    form = world.form()
+    sheet = world.sheet(form)
+    ids = world.answers(form, 3)
+    park(world, form, sheet, ids, reason=DeadLetterReason.TRANSIENT_EXHAUSTED)
+    admin.delete_spreadsheet(sheet.spreadsheet_id)
+    with pipeline.sessions.begin() as session:
+        session.execute(update(DeadLetter).values(next_attempt_at=utcnow()))
+    [claimed] = replay.claim_due(pipeline)
+    replay.replay(pipeline, claimed)
+    [entry] = world.dead_letters()
+    assert entry.status is DeadLetterStatus.FAILED
+    assert entry.reason is DeadLetterReason.PERMANENT
+    assert world.ledger_counts() == {"FAILED": 3}
+    assert any("failed permanently" in text for text in alerts.texts)

@@ -1,0 +1,82 @@
+"""The rate limiter against the emulator's quotas, with real worker processes."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from sqlalchemy import func, select
+from support.waiting import wait_until
+
+from sheetsync import emit_answer_submitted
+from sheetsync.models import SheetTransaction, TransactionType
+from sheetsync.pipeline import get_pipeline
+
+WINDOW_S = 4.0
+MARGIN_S = 0.1
+PER_ACCOUNT = 48
+PER_PROJECT = 120
+BUFFERS = 200
+ACCOUNTS = 3
+
+
+@pytest.mark.slow
+def test_four_workers_never_exceed_the_quotas_and_use_most_of_them(world, worker_processes, admin):
+    workers = worker_processes(
+        rate_window_s=WINDOW_S,
+        rate_margin_s=MARGIN_S,
+        rate_limit_per_account=PER_ACCOUNT,
+        rate_limit_per_project=PER_PROJECT,
+        flush_delay_s=0.2,
+        lease_s=10,
+    )
+    pipeline = get_pipeline()
+    # 200 buffers: 100 forms, each linked to two sheets, spread over 3 owners.
+    firsts = []
+    for n in range(BUFFERS // 2):
+        form = world.form(f"acct{n % ACCOUNTS}")
+        world.sheet(form, "A")
+        world.sheet(form, "B")
+        firsts.extend(world.answers(form, 1, prefix=f"f{n}"))
+    admin.set_quotas(
+        read_per_account=PER_ACCOUNT,
+        write_per_account=PER_ACCOUNT,
+        read_per_project=PER_PROJECT,
+        write_per_project=PER_PROJECT,
+        window_s=WINDOW_S,
+    )
+    admin.reset_stats()
+    workers.start(4)
+    started = time.monotonic()
+    for answer_id in firsts:
+        emit_answer_submitted(answer_id)
+
+    def landed() -> bool:
+        with pipeline.sessions() as session:
+            done = session.scalar(
+                select(func.count()).where(SheetTransaction.type == TransactionType.COMPLETED)
+            )
+        return done == BUFFERS
+
+    wait_until(landed, timeout=180, interval=0.2)
+    elapsed = time.monotonic() - started
+    stats = admin.stats()
+
+    assert stats["rate_limited"]["total"] == 0
+    # Our limits count reads and writes together (stricter than Google's quotas).
+    for account, numbers in stats["by_account"].items():
+        assert numbers["max_in_window"]["all"] <= PER_ACCOUNT, (account, numbers)
+    assert stats["max_in_window"]["all"] <= PER_PROJECT, stats["max_in_window"]
+
+    requests = stats["requests"]["total"]
+    assert requests == 3 * BUFFERS, stats["requests"]
+    # Every buffer needs 3 requests (sheet title, header, append); 3 accounts x 48 is
+    # more than the project's 120, so the project limit binds. Requests PER_PROJECT apart
+    # may come no closer than the window; how close they come on average is how much of
+    # the limit the pipeline used.
+    times = admin.stats(times=True)["served_times"]
+    gaps = [times[i + PER_PROJECT] - times[i] for i in range(len(times) - PER_PROJECT)]
+    used = WINDOW_S / (sum(gaps) / len(gaps))
+    print(f"{requests} requests in {elapsed:.1f}s: {used:.1%} of the project limit used")
+    assert min(gaps) >= WINDOW_S
+    assert used >= 0.9, f"{used:.1%} of the limit used"

@@ -1,0 +1,107 @@
+"""The Sheets client against the emulator: one method per endpoint, errors in three classes."""
+
+from __future__ import annotations
+
+import pickle
+import uuid
+
+import pytest
+
+from sheetsync.errors import (
+    CredentialError,
+    PermanentError,
+    SheetsError,
+    SheetSyncError,
+    TransientError,
+)
+from sheetsync.settings import Settings
+from sheetsync.sheets.client import SheetsClient, quote_title, row_span
+
+
+@pytest.fixture
+def client_for(emulator, admin):
+    settings = Settings.load(
+        google_api_endpoint=emulator.url,
+        google_token_uri=emulator.token_uri,
+        google_timeout_s=1,
+        google_client_id="client",
+        google_client_secret="secret",
+    )
+
+    def make(account: str = "acct") -> SheetsClient:
+        # A refresh token unique to this test: clients cache access tokens per process.
+        token = f"refresh-{account}-{uuid.uuid4().hex}"
+        admin.add_account(account, token)
+        return SheetsClient(token, settings=settings)
+
+    return make
+
+
+def test_endpoints_round_trip(client_for, admin):
+    client = client_for()
+    spreadsheet_id, gids = admin.create_spreadsheet("acct", "Form", ["It's here"])
+    gid = gids["It's here"]
+    assert client.sheet_titles(spreadsheet_id)[gid] == "It's here"
+    sheet = quote_title("It's here")
+    assert client.read_values(spreadsheet_id, f"{sheet}!1:1") == []
+    first = client.append_rows(spreadsheet_id, f"{sheet}!A1", [["h1", "h2"], ["=1+1", "0012"]])
+    assert (first.first_row, first.last_row) == (1, 2)
+    second = client.append_rows(spreadsheet_id, f"{sheet}!A1", [["a", "b"]])
+    assert (second.first_row, second.last_row) == (3, 3)
+    assert client.read_values(spreadsheet_id, f"{sheet}!A:B")[1] == ["=1+1", "0012"]
+    assert row_span("'S'!A11:F20") == (11, 20)
+
+
+def test_a_dropped_append_surfaces_once_and_is_not_resent(client_for, admin):
+    client = client_for()
+    spreadsheet_id, _ = admin.create_spreadsheet("acct", "Form")
+    admin.add_fault("values.append", 1, "drop")
+    with pytest.raises(TransientError) as failure:
+        client.append_rows(spreadsheet_id, "'Sheet1'!A1", [["x"]])
+    assert failure.value.ambiguous
+    assert admin.sheet_values(spreadsheet_id, 0) == [["x"]]  # committed exactly once
+    assert admin.stats()["requests"]["by_kind"]["values.append"] == 1
+
+
+@pytest.mark.parametrize(
+    ("fault", "expected", "ambiguous"),
+    [
+        ({"status": 429}, TransientError, False),
+        ({"status": 503}, TransientError, True),
+        ({"action": "hang", "seconds": 2}, TransientError, True),
+        ({"status": 404}, PermanentError, None),
+        ({"status": 403}, PermanentError, None),
+    ],
+    ids=["429", "503", "timeout", "404", "403"],
+)
+def test_errors_fall_into_three_classes_and_pickle(client_for, admin, fault, expected, ambiguous):
+    client = client_for()
+    spreadsheet_id, _ = admin.create_spreadsheet("acct", "Form")
+    action = fault.pop("action", "error")
+    admin.add_fault("values.append", 1, action, **fault)
+    with pytest.raises(expected) as failure:
+        client.append_rows(spreadsheet_id, "'Sheet1'!A1", [["x"]])
+    error = failure.value
+    assert isinstance(error, SheetsError) and isinstance(error, SheetSyncError)
+    if ambiguous is not None:
+        assert error.ambiguous is ambiguous
+    copy = pickle.loads(pickle.dumps(error))
+    assert type(copy) is type(error) and str(copy) == str(error)
+    assert "\n" not in str(error)
+
+
+def test_real_conditions_map_to_their_class(client_for, admin):
+    client = client_for()
+    spreadsheet_id, _ = admin.create_spreadsheet("acct", "Form")
+    with pytest.raises(PermanentError, match="Unable to parse range"):
+        client.read_values(spreadsheet_id, "'No such tab'!A1")
+    other, _ = admin.create_spreadsheet(client_for("other") and "other", "Not yours")
+    with pytest.raises(PermanentError, match="403"):
+        client.read_values(other, "'Sheet1'!A1")
+    admin.delete_spreadsheet(spreadsheet_id)
+    with pytest.raises(PermanentError, match="404"):
+        client.sheet_titles(spreadsheet_id)
+    admin.revoke("acct")
+    with pytest.raises(CredentialError, match="invalid_grant") as revoked:
+        client.sheet_titles(other)
+    assert pickle.loads(pickle.dumps(revoked.value)).status == 400

@@ -1,0 +1,84 @@
+"""Real Celery worker processes started by tests, killed and stopped by them."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from contextlib import suppress
+from pathlib import Path
+
+from sheetsync.dispatch import QUEUES
+from support.paths import ROOT
+
+
+class WorkerProcesses:
+    """Real ``celery -A sheetsync.celery worker`` processes with the test's environment."""
+
+    def __init__(self, env: dict[str, str], log_dir: Path) -> None:
+        self.env = env
+        self.log_dir = log_dir
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def start(
+        self, count: int = 1, *, queues: tuple[str, ...] = QUEUES, concurrency: int = 1
+    ) -> list[subprocess.Popen[bytes]]:
+        started = []
+        for _ in range(count):
+            n = len(self.procs)
+            log = open(self.log_dir / f"worker{n}.log", "wb")  # noqa: SIM115
+            proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "celery",
+                    "-A",
+                    "sheetsync.celery",
+                    "worker",
+                    "-P",
+                    "prefork",
+                    "-c",
+                    str(concurrency),
+                    "-Q",
+                    ",".join(queues),
+                    "-n",
+                    f"test{n}-{os.getpid()}@%h",
+                    "--without-gossip",
+                    "--without-mingle",
+                    "--loglevel=INFO",
+                ],
+                cwd=ROOT,
+                env={**os.environ, **self.env},
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+            self.procs.append(proc)
+            started.append(proc)
+        return started
+
+    def kill_children(self, proc: subprocess.Popen[bytes]) -> None:
+        """SIGKILL the pool processes of one worker (the task runs in a child)."""
+        out = subprocess.run(
+            ["pgrep", "-P", str(proc.pid)], capture_output=True, text=True, check=False
+        )
+        for pid in out.stdout.split():
+            with suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGKILL)
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            with suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                with suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        self.procs.clear()
+
+    def logs(self) -> str:
+        return "\n".join(p.read_text(errors="replace") for p in sorted(self.log_dir.glob("*.log")))
