@@ -42,6 +42,7 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/hadolint Dockerfile
+	$(BIN)/lint-imports
 
 # Regenerate both lock files from pyproject.toml (needs PyPI).
 lock: install

@@ -159,7 +159,7 @@ def wait_for(predicate: Callable[[], bool], timeout: float, interval: float = 0.
 def bench_emit(stack: Stack, rounds: int = 3000) -> None:
     """The emit's Redis round trip against a bare RPUSH, measured interleaved."""
     from sheetsync import emit_answer_submitted
-    from sheetsync.emit.answers import push
+    from sheetsync.buffers.push import push
 
     stack.configure(flush_delay_s=600, flush_threshold=10**9)
     form, links = stack.form("emitter", sheets=3)
@@ -168,7 +168,7 @@ def bench_emit(stack: Stack, rounds: int = 3000) -> None:
         (BufferKey(form.owner_id, form.submission_id, *link), "sheetsync_default") for link in links
     ]
     client = stack.pipeline.redis
-    push(stack.pipeline, three, ["warmup"])  # the jobs exist: later pushes just join
+    push(stack.pipeline.store, three, ["warmup"])  # the jobs exist: later pushes just join
     samples: dict[str, list[int]] = {"rpush": [], "one": [], "three": []}
     clock = time.perf_counter_ns
     for n in range(rounds):
@@ -177,10 +177,10 @@ def bench_emit(stack: Stack, rounds: int = 3000) -> None:
         client.rpush("bench:bare", answer_id)
         samples["rpush"].append(clock() - start)
         start = clock()
-        push(stack.pipeline, one, [answer_id])
+        push(stack.pipeline.store, one, [answer_id])
         samples["one"].append(clock() - start)
         start = clock()
-        push(stack.pipeline, three, [answer_id])
+        push(stack.pipeline.store, three, [answer_id])
         samples["three"].append(clock() - start)
     rpush = median_us(samples["rpush"])
     print(f"emit push, Redis round trip (median of {rounds}, interleaved):")
@@ -249,7 +249,7 @@ def bench_threshold(stack: Stack, runs: int = 3) -> None:
 
 def bench_burst(stack: Stack, total: int = 10_000) -> None:
     """A burst of 10,000 answers to one sheet: how many requests."""
-    from sheetsync.emit.answers import push
+    from sheetsync.buffers.push import push
 
     stack.configure(flush_delay_s=10, flush_threshold=500, batch_size=5000)
     stack.start_workers(1)
@@ -261,7 +261,7 @@ def bench_burst(stack: Stack, total: int = 10_000) -> None:
     stack.admin.reset_stats()
     started = time.perf_counter()
     for answer_id in ids:  # the emit's push, one call per answer, as the web app makes it
-        push(stack.pipeline, [(key, "sheetsync_priority")], [answer_id])
+        push(stack.pipeline.store, [(key, "sheetsync_priority")], [answer_id])
     pushed = time.perf_counter() - started
     wait_for(lambda: _appends(stack) and stack.rows(link) == total, timeout=120, interval=0.2)
     elapsed = time.perf_counter() - started
@@ -276,7 +276,7 @@ def bench_burst(stack: Stack, total: int = 10_000) -> None:
 
 def bench_backlog(stack: Stack, answers: int = 50_000, sheets: int = 10) -> None:
     """A backlog over the rate limit: requests per window against the limit, and 429s."""
-    from sheetsync.emit.answers import push
+    from sheetsync.buffers.push import push
 
     window, limit, margin = 4.0, 20, 0.1
     stack.configure(
@@ -306,7 +306,7 @@ def bench_backlog(stack: Stack, answers: int = 50_000, sheets: int = 10) -> None
     )
     stack.admin.reset_stats()
     for key, ids, _ in targets:
-        push(stack.pipeline, [(key, "sheetsync_priority")], ids)
+        push(stack.pipeline.store, [(key, "sheetsync_priority")], ids)
     stack.start_workers(2, concurrency=2)
     appends = sheets * -(-per_sheet // 500)
     # Watch the emulator's counters: reading whole sheets while it serves would slow it.

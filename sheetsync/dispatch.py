@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import importlib
 import logging
+from dataclasses import dataclass
 from typing import Protocol
 
-from sheetsync.buffers.store import Dispatch
 from sheetsync.errors import ConfigError
 from sheetsync.models import Plan
 
 log = logging.getLogger(__name__)
 
-#: Queues (SPEC 3.9). Paying plans' flushes never wait behind free ones.
+#: Queues (docs/ARCHITECTURE.md, "Queues"). Paying plans' flushes never wait behind
+#: free ones.
 QUEUE_PRIORITY = "sheetsync_priority"
 QUEUE_DEFAULT = "sheetsync_default"
 #: Dead-letter replays, the sweeper and the reconciler.
@@ -25,6 +26,20 @@ QUEUE_SCHEDULED = "sheetsync_scheduled"
 QUEUES = (QUEUE_PRIORITY, QUEUE_DEFAULT, QUEUE_SCHEDULED)
 
 _PRIORITY_PLANS = frozenset({Plan.PRO, Plan.PRO_PLUS, Plan.ENTERPRISE})
+
+
+@dataclass(frozen=True, slots=True)
+class FlushTask:
+    """A flush task to send: Celery task id ``token``, on ``queue``, after ``countdown_s``.
+
+    ``superseded`` is the token it replaces (revoked as an optimisation: a superseded task
+    that runs anyway finds a newer token and exits).
+    """
+
+    token: str
+    queue: str
+    countdown_s: float
+    superseded: str | None = None
 
 
 def queue_for_plan(plan: Plan | str | None) -> str:
@@ -40,8 +55,8 @@ def queue_for_plan(plan: Plan | str | None) -> str:
 
 
 class Dispatcher(Protocol):
-    def send_flush(self, dispatch: Dispatch) -> None:
-        """Send the flush task ``dispatch.token`` to ``dispatch.queue`` after its countdown."""
+    def send_flush(self, task: FlushTask) -> None:
+        """Send the flush task ``task.token`` to ``task.queue`` after its countdown."""
 
     def revoke(self, token: str) -> None:
         """Best effort: tell workers to drop a superseded task."""
@@ -77,16 +92,16 @@ def get_dispatcher() -> Dispatcher:
     return _dispatcher
 
 
-def send_all(dispatches: list[Dispatch]) -> None:
+def send_all(tasks: list[FlushTask]) -> None:
     """Send new tasks and revoke the ones they replace (revoke is only an optimisation:
     a superseded task that still runs finds a newer token and exits)."""
-    if not dispatches:
+    if not tasks:
         return
     dispatcher = get_dispatcher()
-    for dispatch in dispatches:
-        dispatcher.send_flush(dispatch)
-        if dispatch.superseded:
+    for task in tasks:
+        dispatcher.send_flush(task)
+        if task.superseded:
             try:
-                dispatcher.revoke(dispatch.superseded)
+                dispatcher.revoke(task.superseded)
             except Exception as exc:
-                log.info("revoke of %s failed: %s", dispatch.superseded, type(exc).__name__)
+                log.info("revoke of %s failed: %s", task.superseded, type(exc).__name__)

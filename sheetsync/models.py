@@ -41,7 +41,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-#: Longest id the pipeline accepts (``[A-Za-z0-9_-]{1,128}``, SPEC 3.2).
+#: Longest id the pipeline accepts (``[A-Za-z0-9_-]{1,128}``, see :mod:`sheetsync.keys`).
 ID_LENGTH = 128
 #: Room for every enum's names, with space to add values without a migration.
 ENUM_LENGTH = 32

@@ -1,8 +1,8 @@
-"""The buffer state machine of SPEC 3.3, one Lua script per state change.
+"""The Redis side of buffers: push ids, and move one buffer through its states.
 
 Python here only passes keys and arguments: every decision about tokens, leases and
-scheduling is made inside a script, atomically. Scripts take ``now`` as an argument so
-tests can reason about time; the rate limiter alone reads the Redis clock.
+scheduling is made inside a script (:mod:`sheetsync.buffers.scripts`), atomically. See
+docs/ARCHITECTURE.md for the job state machine and the invariants the scripts keep.
 """
 
 from __future__ import annotations
@@ -11,11 +11,12 @@ import logging
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
 import redis
 
+from sheetsync.buffers.scripts import Scripts, decode_tasks, script_source
+from sheetsync.dispatch import FlushTask
 from sheetsync.errors import ValidationError
 from sheetsync.keys import BUFFER_INDEX, BufferKey, check_id
 from sheetsync.settings import Settings
@@ -24,56 +25,12 @@ log = logging.getLogger(__name__)
 
 #: Ids per RPUSH inside one script call (Lua's unpack() has a stack limit near 8000).
 PUSH_CHUNK = 1000
-
-_SCRIPT_NAMES = (
-    "enqueue",
-    "claim",
-    "renew",
-    "intent",
-    "trim",
-    "finish",
-    "release",
-    "sweep",
-    "rate_take",
-    "heartbeat",
-)
-
-
-def load_script_source(name: str) -> str:
-    return resources.files("sheetsync.buffers").joinpath("lua", f"{name}.lua").read_text("utf-8")
-
-
-class Scripts:
-    """The Lua scripts, registered on one Redis client (EVALSHA, with EVAL fallback)."""
-
-    def __init__(self, client: redis.Redis) -> None:
-        for name in _SCRIPT_NAMES:
-            setattr(self, name, client.register_script(load_script_source(name)))
-
-    enqueue: Any
-    claim: Any
-    renew: Any
-    intent: Any
-    trim: Any
-    finish: Any
-    release: Any
-    sweep: Any
-    rate_take: Any
-    heartbeat: Any
+#: Buffers the sweeper hands to one script call.
+SWEEP_CHUNK = 200
 
 
 def now_ms() -> int:
     return int(time.time() * 1000)
-
-
-@dataclass(frozen=True, slots=True)
-class Dispatch:
-    """A flush task to send: Celery task id ``token``, after ``countdown_s``."""
-
-    token: str
-    queue: str
-    countdown_s: float
-    superseded: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,16 +57,6 @@ def _text(value: bytes | str | None) -> str | None:
     return value.decode() if isinstance(value, bytes) else value
 
 
-def _dispatch(result: Sequence[Any]) -> Dispatch:
-    """A reply of enqueue.lua: {token, countdown (ms), queue, superseded or ""}."""
-    return Dispatch(
-        token=str(_text(result[0])),
-        queue=str(_text(result[2])),
-        countdown_s=int(result[1]) / 1000,
-        superseded=_text(result[3]) or None,
-    )
-
-
 class BufferStore:
     """The Redis side of buffers: push ids, and move one buffer through its states."""
 
@@ -125,7 +72,7 @@ class BufferStore:
 
     def push(
         self, targets: Iterable[tuple[BufferKey, str]], answer_ids: Sequence[str]
-    ) -> list[Dispatch]:
+    ) -> list[FlushTask]:
         """Push ids to every (buffer, queue) target in one round trip.
 
         Returns the tasks to send: one per buffer whose live task must be created or
@@ -143,7 +90,7 @@ class BufferStore:
             for start in range(0, len(ids), PUSH_CHUNK):
                 self._call_enqueue(targets, ids[start : start + PUSH_CHUNK], now, client=pipe)
             replies = self._execute_loading_scripts(pipe)
-        return [_dispatch(entry) for reply in replies for entry in reply if entry]
+        return [task for reply in replies for task in decode_tasks(reply)]
 
     def _call_enqueue(
         self, targets: list[tuple[BufferKey, str]], ids: Sequence[str], now: int, client: Any
@@ -160,7 +107,7 @@ class BufferStore:
         try:
             return client.evalsha(self.scripts.enqueue.sha, len(keys), *keys, *args)
         except redis.exceptions.NoScriptError:
-            self.redis.script_load(load_script_source("enqueue"))
+            self.redis.script_load(script_source("enqueue"))
             return client.evalsha(self.scripts.enqueue.sha, len(keys), *keys, *args)
 
     def _execute_loading_scripts(self, pipe: Any) -> list[Any]:
@@ -169,7 +116,7 @@ class BufferStore:
         except redis.exceptions.NoScriptError:
             # Redis restarted or flushed its scripts. Nothing ran: NOSCRIPT comes back
             # for every call of the pipeline before any of them executes.
-            self.redis.script_load(load_script_source("enqueue"))
+            self.redis.script_load(script_source("enqueue"))
             return list(pipe.execute())
 
     # -- one run ------------------------------------------------------------------------
@@ -196,7 +143,8 @@ class BufferStore:
     def write_intent(
         self, key: BufferKey, token: str, ids: Sequence[str], after_row: int | None
     ) -> bool:
-        args = [token, now_ms(), self._lease_ms, len(ids), ids[0], ids[-1], after_row or ""]
+        args: list[Any] = [token, now_ms(), self._lease_ms, len(ids), ids[0], ids[-1]]
+        args.append(after_row or "")
         return bool(self.scripts.intent(keys=[key.job, key.inflight], args=args))
 
     def read_intent(self, key: BufferKey) -> Intent | None:
@@ -214,16 +162,17 @@ class BufferStore:
 
     def trim(self, key: BufferKey, token: str, count: int, last_row: int | None) -> int:
         """Drop ``count`` settled ids from the head. Returns ids left, -1 when fenced."""
-        args = [token, now_ms(), self._lease_ms, count, last_row or "", key.base, self._ttl]
+        args: list[Any] = [token, now_ms(), self._lease_ms, count, last_row or "", key.base]
+        args.append(self._ttl)
         keys = [key.buf, key.job, key.inflight, key.sheet, BUFFER_INDEX]
         return int(self.scripts.trim(keys=keys, args=args))
 
     def finish(
         self, key: BufferKey, token: str, *, countdown_s: float | None = None
-    ) -> Dispatch | None:
+    ) -> FlushTask | None:
         """End a run. Returns the next task to send, or None (done, or fenced)."""
-        forced = -1 if countdown_s is None else max(0, int(countdown_s * 1000))
-        result = self.scripts.finish(
+        forced_ms = -1 if countdown_s is None else max(0, int(countdown_s * 1000))
+        reply = self.scripts.finish(
             keys=[key.buf, key.job, key.sheet, BUFFER_INDEX],
             args=[
                 token,
@@ -232,16 +181,11 @@ class BufferStore:
                 self.settings.flush_threshold,
                 key.base,
                 self._ttl,
-                forced,
+                forced_ms,
             ],
         )
-        if not result or _text(result[0]) != "again":
-            return None
-        return Dispatch(
-            token=str(_text(result[1])),
-            countdown_s=int(result[2]) / 1000,
-            queue=str(_text(result[3])),
-        )
+        tasks = decode_tasks(reply)
+        return tasks[0] if tasks else None
 
     def release(self, key: BufferKey, token: str, countdown_s: float) -> int:
         """Hand the buffer back for a retry of the same task. Returns attempts, -1 fenced."""
@@ -250,25 +194,19 @@ class BufferStore:
 
     # -- repair -------------------------------------------------------------------------
 
-    def sweep(self, key: BufferKey, default_queue: str) -> Dispatch | None:
-        result = self.scripts.sweep(
-            keys=[key.buf, key.job, key.sheet, BUFFER_INDEX],
-            args=[
-                key.base,
-                now_ms(),
-                int(self.settings.sweep_grace_s * 1000),
-                default_queue,
-                self._ttl,
-            ],
-        )
-        if not result:
-            return None
-        return Dispatch(
-            token=str(_text(result[0])),
-            queue=str(_text(result[1])),
-            countdown_s=0.0,
-            superseded=_text(result[2]) or None,
-        )
+    def sweep(self, keys: Sequence[BufferKey], default_queue: str) -> list[FlushTask]:
+        """Apply the sweeper's repair (sweep.lua) to these buffers; the tasks to send."""
+        tasks: list[FlushTask] = []
+        grace_ms = int(self.settings.sweep_grace_s * 1000)
+        for start in range(0, len(keys), SWEEP_CHUNK):
+            chunk = keys[start : start + SWEEP_CHUNK]
+            script_keys = [BUFFER_INDEX]
+            for key in chunk:
+                script_keys += (key.buf, key.job, key.sheet)
+            args: list[Any] = [now_ms(), grace_ms, default_queue, self._ttl]
+            args += [key.base for key in chunk]
+            tasks += decode_tasks(self.scripts.sweep(keys=script_keys, args=args))
+        return tasks
 
     # -- sheet cache --------------------------------------------------------------------
 

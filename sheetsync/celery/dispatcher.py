@@ -7,8 +7,8 @@ the library and the Celery app.
 
 from __future__ import annotations
 
-from sheetsync.buffers.store import Dispatch
 from sheetsync.celery.application import app
+from sheetsync.dispatch import FlushTask
 from sheetsync.errors import ConfigError
 from sheetsync.settings import get_settings
 
@@ -29,13 +29,13 @@ def checked_countdown(countdown_s: float) -> float:
 class CeleryDispatcher:
     """The :class:`sheetsync.dispatch.Dispatcher` of the Celery app."""
 
-    def send_flush(self, dispatch: Dispatch) -> None:
+    def send_flush(self, task: FlushTask) -> None:
         app.send_task(
             FLUSH_TASK,
-            args=[dispatch.token],
-            task_id=dispatch.token,
-            queue=dispatch.queue,
-            countdown=checked_countdown(dispatch.countdown_s),
+            args=[task.token],
+            task_id=task.token,
+            queue=task.queue,
+            countdown=checked_countdown(task.countdown_s),
         )
 
     def revoke(self, token: str) -> None:

@@ -23,10 +23,7 @@ def flush_buffer(self: Task, token: str) -> str:
         raise self.retry(
             countdown=checked_countdown(outcome.retry_in_s), exc=outcome.error, max_retries=None
         )
-    return (
-        f"{outcome.status}: appended {outcome.appended}, parked {outcome.parked}, "
-        f"failed {outcome.failed}; Sheets requests: {', '.join(outcome.requests) or 'none'}"
-    )
+    return outcome.summary
 
 
 @app.task(name="sheetsync.sweep")

@@ -1,4 +1,4 @@
-"""The web app's side (SPEC 3.1): record an answer for its sheets and push its id.
+"""The web app's side: record an answer for its linked sheets and push its id.
 
 The SheetTransaction row (ENQUEUED) is the outbox: it is written in the caller's
 transaction, and the Redis push runs only after that transaction commits. If Redis is
@@ -9,23 +9,22 @@ never fails because of Redis or the broker.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import redis
-from kombu.exceptions import OperationalError as BrokerError
 from sqlalchemy import event, select
 from sqlalchemy.orm import Session
 
 from sheetsync import ledger
 from sheetsync.alerts import send_alert_once
-from sheetsync.dispatch import queue_for_plan, send_all
+from sheetsync.buffers.push import push
+from sheetsync.dispatch import queue_for_plan
 from sheetsync.errors import NotFoundError, ValidationError
 from sheetsync.keys import BufferKey, check_id
 from sheetsync.models import (
     CredentialStatus,
     DeadLetterReason,
     GoogleCredential,
+    Plan,
     SpreadSheet,
     SubmissionAnswer,
     TransactionType,
@@ -54,7 +53,9 @@ class EmitResult:
 
 
 @dataclass
-class _Plan:
+class _Routing:
+    """Where one answer goes: buffers to push to, owners' dead letters, broken links."""
+
     targets: list[tuple[BufferKey, str]] = field(default_factory=list)
     dead_lettered: list[BufferKey] = field(default_factory=list)
     invalid: list[str] = field(default_factory=list)
@@ -67,42 +68,27 @@ def emit_answer_submitted(
     check_id(answer_id, "answer id")
     pipeline = pipeline or get_pipeline()
     if session is not None:
-        plan = _record(session, answer_id, pipeline)
-        if plan.targets:
-            _push_after_commit(session, pipeline, answer_id, plan.targets)
-        return _result(answer_id, plan, pushed=False)
+        routing = _record(session, answer_id, pipeline)
+        if routing.targets:
+            _push_after_commit(session, pipeline, answer_id, routing.targets)
+        return _result(answer_id, routing, pushed=False)
     with pipeline.sessions.begin() as own:
-        plan = _record(own, answer_id, pipeline)
-    pushed = push(pipeline, plan.targets, [answer_id]) if plan.targets else False
-    return _result(answer_id, plan, pushed=pushed)
+        routing = _record(own, answer_id, pipeline)
+    pushed = push(pipeline.store, routing.targets, [answer_id]) if routing.targets else False
+    return _result(answer_id, routing, pushed=pushed)
 
 
-def push(pipeline: Pipeline, targets: Sequence[tuple[BufferKey, str]], ids: Sequence[str]) -> bool:
-    """Push ids to buffers and send whatever tasks that makes due; never raises on an
-    unreachable Redis or broker (the reconciler and the sweeper repair both)."""
-    try:
-        dispatches = pipeline.store.push(targets, ids)
-    except redis.RedisError as exc:
-        log.warning("push of %d ids skipped, Redis unavailable: %s", len(ids), type(exc).__name__)
-        return False
-    try:
-        send_all(dispatches)
-    except (BrokerError, redis.RedisError, OSError) as exc:
-        log.warning("task send failed (%s); the sweeper re-sends it", type(exc).__name__)
-    return True
-
-
-def _result(answer_id: str, plan: _Plan, *, pushed: bool) -> EmitResult:
+def _result(answer_id: str, routing: _Routing, *, pushed: bool) -> EmitResult:
     return EmitResult(
         answer_id=answer_id,
-        enqueued=tuple(key for key, _ in plan.targets),
-        dead_lettered=tuple(plan.dead_lettered),
-        invalid=tuple(plan.invalid),
+        enqueued=tuple(key for key, _ in routing.targets),
+        dead_lettered=tuple(routing.dead_lettered),
+        invalid=tuple(routing.invalid),
         pushed=pushed,
     )
 
 
-def _record(session: Session, answer_id: str, pipeline: Pipeline) -> _Plan:
+def _record(session: Session, answer_id: str, pipeline: Pipeline) -> _Routing:
     submission_id = session.scalar(
         select(SubmissionAnswer.submission_id).where(SubmissionAnswer.id == answer_id)
     )
@@ -111,9 +97,9 @@ def _record(session: Session, answer_id: str, pipeline: Pipeline) -> _Plan:
     links = session.scalars(
         select(SpreadSheet).where(SpreadSheet.submission_id == submission_id)
     ).all()
-    plan = _Plan()
+    routing = _Routing()
     if not links:
-        return plan
+        return routing
     owners = {link.create_user_id for link in links}
     credentials = {
         c.user_id: c
@@ -121,7 +107,7 @@ def _record(session: Session, answer_id: str, pipeline: Pipeline) -> _Plan:
             select(GoogleCredential).where(GoogleCredential.user_id.in_(owners))
         )
     }
-    plans = {
+    owner_plans: dict[str, Plan] = {
         user_id: plan
         for user_id, plan in session.execute(select(User.id, User.plan).where(User.id.in_(owners)))
     }
@@ -133,13 +119,13 @@ def _record(session: Session, answer_id: str, pipeline: Pipeline) -> _Plan:
             )
         except ValidationError as exc:
             _invalid(
-                session, pipeline, plan, answer_id, link, f"link {link.id} is malformed: {exc}"
+                session, pipeline, routing, answer_id, link, f"link {link.id} is malformed: {exc}"
             )
             continue
         credential = credentials.get(link.create_user_id)
         if credential is None:
             message = f"link {link.id}: owner {link.create_user_id} has no Google credential"
-            _invalid(session, pipeline, plan, answer_id, link, message)
+            _invalid(session, pipeline, routing, answer_id, link, message)
             continue
         if credential.status is not CredentialStatus.VALID:
             deadletters.park(
@@ -150,24 +136,24 @@ def _record(session: Session, answer_id: str, pipeline: Pipeline) -> _Plan:
                 f"owner's credential is {credential.status.value}",
                 delay_s=settings.dlq_delay_s,
             )
-            plan.dead_lettered.append(key)
+            routing.dead_lettered.append(key)
             continue
         ledger.record(
             session, [answer_id], key.spread_sheet_id, key.sheet_id, TransactionType.ENQUEUED
         )
-        plan.targets.append((key, queue_for_plan(plans.get(link.create_user_id))))
-    return plan
+        routing.targets.append((key, queue_for_plan(owner_plans.get(link.create_user_id))))
+    return routing
 
 
 def _invalid(
     session: Session,
     pipeline: Pipeline,
-    plan: _Plan,
+    routing: _Routing,
     answer_id: str,
     link: SpreadSheet,
     message: str,
 ) -> None:
-    plan.invalid.append(message)
+    routing.invalid.append(message)
     if isinstance(link.sheet_id, int) and isinstance(link.spread_sheet_id, str):
         ledger.record(
             session,
@@ -203,7 +189,7 @@ def _flush_pending(session: Session) -> None:
     pending = session.info.get(_PENDING) or []
     session.info[_PENDING] = []
     for pipeline, answer_id, targets in pending:
-        push(pipeline, targets, [answer_id])
+        push(pipeline.store, targets, [answer_id])
 
 
 def _drop_pending(session: Session, _previous_transaction: object) -> None:

@@ -1,4 +1,4 @@
-"""Answers to sheet rows (SPEC 3.5), as pure functions over a form's layout.
+"""Answers to sheet rows, as pure functions over a form's layout.
 
 A row is ``[answer id, submitter, submitted at, one cell per column]``, where the
 columns are the form's non-JUMBOTRON questions in form order (steps by position, then

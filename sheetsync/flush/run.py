@@ -1,10 +1,13 @@
-"""One flush run of one buffer (SPEC 3.4): drain the list into the sheet, exactly once.
+"""One flush run of one buffer: drain the list into the sheet, exactly once.
 
-Per batch: LRANGE → hydrate and build rows → header check → rate-limit slot →
-write-ahead intent → values.append → ledger COMPLETED → LTRIM + clear intent.
-A crash between any two steps leaves the ids in the list; the next run skips what the
+A run claims the buffer, then: **prepare** (the owner's credential, recovery of a
+batch whose append may have landed), then per batch **write** (rate-limit slot, rows,
+header, write-ahead intent, ``values.append``) and **settle** (ledger, then LTRIM). A
+crash between any two steps leaves the ids in the list; the next run skips what the
 ledger says is settled, and a leftover intent makes it read the sheet's id column
-first, so nothing is appended twice.
+first, so nothing is appended twice (docs/ARCHITECTURE.md, "Crash safety").
+
+How a run that ends in an exception ends is one table, :data:`FAILURE_OUTCOMES`.
 """
 
 from __future__ import annotations
@@ -12,35 +15,29 @@ from __future__ import annotations
 import logging
 import random
 import time
-from dataclasses import dataclass, field
-from typing import Literal
+from collections.abc import Callable
+from typing import Any
 
 from sqlalchemy.exc import OperationalError
 
-from sheetsync import crypto
+from sheetsync import credentials, crypto
 from sheetsync.alerts import send_alert_once
-from sheetsync.buffers.store import Dispatch
 from sheetsync.errors import (
     ConfigError,
     CredentialError,
     CryptoError,
     PermanentError,
     RateLimited,
-    SheetsError,
     StaleRunError,
     TransientError,
 )
 from sheetsync.flush.batches import Batch, BatchBuilder
+from sheetsync.flush.outcomes import Outcome, Tally
 from sheetsync.keys import BufferKey, token_buffer
 from sheetsync.ledger import SETTLED
 from sheetsync.ledger import record as record_state
 from sheetsync.ledger import states as ledger_states
-from sheetsync.models import (
-    CredentialStatus,
-    DeadLetterReason,
-    GoogleCredential,
-    TransactionType,
-)
+from sheetsync.models import CredentialStatus, DeadLetterReason, GoogleCredential, TransactionType
 from sheetsync.pipeline import Pipeline
 from sheetsync.recovery import deadletters
 from sheetsync.sheets.client import SheetsClient, quote_title
@@ -54,22 +51,6 @@ DEFAULT_BATCHES_PER_RUN = 20
 DEFAULT_SLOT_LEAD_S = 0.5
 #: How often a lingering run looks at the list again.
 DEFAULT_LINGER_POLL_S = 0.05
-
-Status = Literal["done", "again", "superseded", "fenced", "retry"]
-
-
-@dataclass
-class Outcome:
-    """What the task must do after a run: send ``next``, or retry in ``retry_in_s``."""
-
-    status: Status
-    next: Dispatch | None = None
-    retry_in_s: float | None = None
-    error: SheetsError | None = None
-    appended: int = 0
-    parked: int = 0
-    failed: int = 0
-    requests: list[str] = field(default_factory=list)
 
 
 def backoff_s(attempt: int, base_s: float) -> float:
@@ -92,64 +73,66 @@ def flush(pipeline: Pipeline, token: str) -> Outcome:
             job.get("token", "-"),
         )
         return Outcome("superseded")
-    return _Run(pipeline, key, token).run()
+    run = FlushRun(pipeline, key, token)
+    try:
+        run.drain()
+    except Exception as exc:
+        return run.end_with(exc)
+    return run.finish()
 
 
-class _Run:
+class FlushRun:
+    """One claimed run of one buffer."""
+
     def __init__(self, pipeline: Pipeline, key: BufferKey, token: str) -> None:
         self.p = pipeline
         self.key = key
         self.token = token
-        self.outcome = Outcome("done")
+        self.tally = Tally()
         self._client: SheetsClient | None = None
-        self._google_account: str | None = None
+        self._google_account = ""
         self._title_from_cache = False
 
-    def run(self) -> Outcome:
-        try:
-            return self._run()
-        except StaleRunError:
-            log.warning("flush %s lost its lease; stopping", self.token)
-            self.outcome.status = "fenced"
-            return self.outcome
+    # -- the run ---------------------------------------------------------------------
 
-    def _run(self) -> Outcome:
-        try:
-            self._check_credential()
-            self._recover()
-            for _ in range(DEFAULT_BATCHES_PER_RUN):
-                if not self._flush_one_batch():
-                    break
-                if self.p.store.buffer_length(self.key) < self.p.settings.flush_threshold:
-                    # A short remainder waits for the debounce (or the threshold) like any
-                    # new burst, instead of costing an append (and a slot) per trickle.
-                    break
-        except RateLimited as limited:
-            return self._finish(countdown_s=limited.retry_after_s)
-        except CredentialError as exc:
-            self._park_buffer(DeadLetterReason.CREDENTIAL, str(exc))
-        except PermanentError as exc:
-            if self._title_from_cache and exc.status == 400:
-                # Most likely the tab was renamed since we cached its title: forget it
-                # and run again at once; a gid that is really gone fails for good then.
-                log.warning("flush %s: %s; looking the sheet up again", self.token, exc)
-                self.p.store.forget_sheet(self.key, "title", "header_ok")
-                return self._finish(countdown_s=0)
-            self._park_buffer(DeadLetterReason.PERMANENT, str(exc))
-        except TransientError as exc:
-            return self._transient(exc)
-        except OperationalError as exc:
-            return self._transient(TransientError(f"database unavailable: {type(exc).__name__}"))
-        except (ConfigError, CryptoError) as exc:
-            # A missing setting or PII key: retried like a transient failure, so it ends
-            # in a dead letter with an alert that names it, and nothing is lost.
-            log.error("flush %s: %s", self.token, exc)
-            return self._transient(TransientError(str(exc)))
-        return self._finish()
+    def drain(self) -> None:
+        """Prepare, then write and settle batches until the buffer is drained (or for
+        :data:`DEFAULT_BATCHES_PER_RUN` batches, or until only a short remainder is left,
+        which waits for the debounce like any new burst)."""
+        self.prepare()
+        for _ in range(DEFAULT_BATCHES_PER_RUN):
+            batch = self.next_batch()
+            if batch is None:
+                return
+            last_row = None
+            if batch.rows:
+                batch, last_row = self.write(batch)
+            self.settle(batch, last_row=last_row)
+            if self.p.store.buffer_length(self.key) < self.p.settings.flush_threshold:
+                return
 
-    # -- setup -----------------------------------------------------------------------------
+    def end_with(self, exc: Exception) -> Outcome:
+        """The outcome of a run that raised ``exc``: the first matching row of the table."""
+        for error_class, handler in FAILURE_OUTCOMES:
+            if isinstance(exc, error_class):
+                try:
+                    return handler(self, exc)
+                except StaleRunError:
+                    return self.fenced(exc)
+        raise exc
 
-    def _check_credential(self) -> None:
+    def finish(self, countdown_s: float | None = None) -> Outcome:
+        """Hand the buffer to its next task (or delete the job when the list is empty)."""
+        next_task = self.p.store.finish(self.key, self.token, countdown_s=countdown_s)
+        return Outcome("again" if next_task else "done", self.tally, next=next_task)
+
+    # -- prepare -----------------------------------------------------------------------
+
+    def prepare(self) -> None:
+        self._open_client()
+        self._recover()
+
+    def _open_client(self) -> None:
         with self.p.sessions() as session:
             credential = session.get(GoogleCredential, self.key.user_id)
             if credential is None:
@@ -171,24 +154,8 @@ class _Run:
         assert self._client is not None
         return self._client
 
-    def _title(self) -> str:
-        cache = self.p.store.sheet_cache(self.key)
-        if cache.title is not None:
-            self._title_from_cache = True
-            return cache.title
-        self._renew()
-        title = self.client.sheet_title(self.key.spread_sheet_id, self.key.sheet_id)
-        self.outcome.requests.append("spreadsheets.get")
-        self.p.store.remember_sheet(self.key, title=title)
-        return title
-
-    def _renew(self) -> None:
-        if not self.p.store.renew(self.key, self.token):
-            raise StaleRunError(f"{self.token} no longer holds its buffer")
-
-    # -- recovery (SPEC 3.4 step 7) ------------------------------------------------------
-
     def _recover(self) -> None:
+        """A leftover intent: mark what of it already landed COMPLETED, then drop it."""
         intent = self.p.store.read_intent(self.key)
         if intent is None:
             return
@@ -198,7 +165,7 @@ class _Run:
         column = self.client.read_values(
             self.key.spread_sheet_id, f"{quote_title(title)}!A{after + 1}:A"
         )
-        self.outcome.requests.append("values.get")
+        self.tally.requests.append("values.get")
         in_sheet = {row[0] for row in column if row}
         head = self.p.store.read_batch(self.key, intent.count)
         landed = [answer_id for answer_id in head if answer_id in in_sheet]
@@ -220,12 +187,12 @@ class _Run:
         # Trimming nothing clears the intent; the ledger now makes the batch skip them.
         self._trim(0, last_row)
 
-    # -- one batch -----------------------------------------------------------------------
+    # -- one batch: read, write, settle -------------------------------------------------
 
-    def _flush_one_batch(self) -> bool:
+    def next_batch(self) -> Batch | None:
+        """The head of the list as rows, or None when the list is empty."""
         if not self.p.store.buffer_length(self.key):
-            return False
-        assert self._google_account is not None
+            return None
         wait = self.p.limiter.wait_s(self._google_account)
         if wait > DEFAULT_SLOT_LEAD_S:
             # Wake up a little early: the batch is built while the slot frees, and the
@@ -236,46 +203,9 @@ class _Run:
         self._linger()
         ids = self.p.store.read_batch(self.key, self.p.settings.batch_size)
         if not ids:
-            return False
-        builder = BatchBuilder(self.p.settings, self.key)
+            return None
         with self.p.sessions() as session:
-            batch = builder.build(session, ids)
-        if not batch.rows:
-            self._settle(batch, last_row=None)
-            return True
-        title = self._title()
-        cache = self.p.store.sheet_cache(self.key)
-        header_needed = cache.header_ok is False
-        if cache.header_ok is None:
-            self._renew()
-            first_row = self.client.read_values(
-                self.key.spread_sheet_id, f"{quote_title(title)}!1:1"
-            )
-            self.outcome.requests.append("values.get")
-            header_needed = not first_row
-            # Remembered either way, so a rate-limited append does not read row 1 again.
-            self.p.store.remember_sheet(self.key, header_ok=0 if header_needed else 1)
-        batch = batch.cut(self.p.settings.request_bytes_max, header=header_needed)
-        rows = ([batch.header] if header_needed else []) + batch.rows
-        if not self.p.store.write_intent(self.key, self.token, batch.consumed, cache.last_row):
-            raise StaleRunError(f"{self.token} no longer holds its buffer")
-        try:
-            result = self.client.append_rows(
-                self.key.spread_sheet_id, f"{quote_title(title)}!A1", rows
-            )
-        except (RateLimited, PermanentError) as exc:
-            self._trim(0, None)  # nothing was sent, or nothing landed: drop the intent
-            raise exc from None
-        except TransientError as exc:
-            if not exc.ambiguous:
-                self._trim(0, None)
-            raise
-        self.outcome.requests.append("values.append")
-        if header_needed:
-            self.p.store.remember_sheet(self.key, header_ok=1)
-        self._settle(batch, last_row=result.last_row)
-        self.outcome.appended += len(batch.rows)
-        return True
+            return BatchBuilder(self.p.settings, self.key).build(session, ids)
 
     def _linger(self) -> None:
         """While a burst is still arriving, wait (briefly) for a fuller batch.
@@ -294,7 +224,60 @@ class _Run:
                 return
             length = grown
 
-    def _settle(self, batch: Batch, *, last_row: int | None) -> None:
+    def write(self, batch: Batch) -> tuple[Batch, int | None]:
+        """Append the batch (cut to the request size), after its write-ahead intent.
+
+        Returns the part that was sent and the sheet's last row after it.
+        """
+        title = self._title()
+        header_needed = self._header_needed(title)
+        batch = batch.cut(self.p.settings.request_bytes_max, header=header_needed)
+        rows = ([batch.header] if header_needed else []) + batch.rows
+        cache = self.p.store.sheet_cache(self.key)
+        if not self.p.store.write_intent(self.key, self.token, batch.consumed, cache.last_row):
+            raise StaleRunError(f"{self.token} no longer holds its buffer")
+        try:
+            result = self.client.append_rows(
+                self.key.spread_sheet_id, f"{quote_title(title)}!A1", rows
+            )
+        except (RateLimited, PermanentError) as exc:
+            self._trim(0, None)  # nothing was sent, or nothing landed: drop the intent
+            raise exc from None
+        except TransientError as exc:
+            if not exc.ambiguous:
+                self._trim(0, None)
+            raise
+        self.tally.requests.append("values.append")
+        if header_needed:
+            self.p.store.remember_sheet(self.key, header_ok=1)
+        self.tally.appended += len(batch.rows)
+        return batch, result.last_row
+
+    def _title(self) -> str:
+        cache = self.p.store.sheet_cache(self.key)
+        if cache.title is not None:
+            self._title_from_cache = True
+            return cache.title
+        self._renew()
+        title = self.client.sheet_title(self.key.spread_sheet_id, self.key.sheet_id)
+        self.tally.requests.append("spreadsheets.get")
+        self.p.store.remember_sheet(self.key, title=title)
+        return title
+
+    def _header_needed(self, title: str) -> bool:
+        """Whether row 1 is empty, so this append must bring the header (read once)."""
+        cache = self.p.store.sheet_cache(self.key)
+        if cache.header_ok is not None:
+            return not cache.header_ok
+        self._renew()
+        first_row = self.client.read_values(self.key.spread_sheet_id, f"{quote_title(title)}!1:1")
+        self.tally.requests.append("values.get")
+        # Remembered either way, so a rate-limited append does not read row 1 again.
+        self.p.store.remember_sheet(self.key, header_ok=1 if first_row else 0)
+        return not first_row
+
+    def settle(self, batch: Batch, *, last_row: int | None) -> None:
+        """Record the batch in the ledger, then trim it off the list."""
         with self.p.sessions.begin() as session:
             record_state(
                 session,
@@ -312,14 +295,66 @@ class _Run:
                     TransactionType.FAILED,
                     reason,
                 )
-        self.outcome.failed += len(batch.failed)
+        self.tally.failed += len(batch.failed)
         self._trim(len(batch.consumed), last_row)
+
+    def _renew(self) -> None:
+        if not self.p.store.renew(self.key, self.token):
+            raise StaleRunError(f"{self.token} no longer holds its buffer")
 
     def _trim(self, count: int, last_row: int | None) -> None:
         if self.p.store.trim(self.key, self.token, count, last_row) < 0:
             raise StaleRunError(f"{self.token} no longer holds its buffer")
 
-    # -- failures --------------------------------------------------------------------------
+    # -- how a failed run ends ---------------------------------------------------------
+
+    def fenced(self, _exc: Exception) -> Outcome:
+        log.warning("flush %s lost its lease; stopping", self.token)
+        return Outcome("fenced", self.tally)
+
+    def at_next_slot(self, exc: RateLimited) -> Outcome:
+        return self.finish(countdown_s=exc.retry_after_s)
+
+    def park_credential(self, exc: CredentialError) -> Outcome:
+        self._park_buffer(DeadLetterReason.CREDENTIAL, str(exc))
+        return self.finish()
+
+    def permanent(self, exc: PermanentError) -> Outcome:
+        if self._title_from_cache and exc.status == 400:
+            # Most likely the tab was renamed since we cached its title: forget it and
+            # run again at once; a gid that is really gone fails for good then.
+            log.warning("flush %s: %s; looking the sheet up again", self.token, exc)
+            self.p.store.forget_sheet(self.key, "title", "header_ok")
+            return self.finish(countdown_s=0)
+        self._park_buffer(DeadLetterReason.PERMANENT, str(exc))
+        return self.finish()
+
+    def retry(self, exc: TransientError) -> Outcome:
+        """Retry with backoff; after RETRY_MAX failures in a row, park the buffer."""
+        settings = self.p.settings
+        failures = self.p.store.attempts(self.key) + 1
+        if failures > settings.retry_max:
+            self._park_buffer(
+                DeadLetterReason.TRANSIENT_EXHAUSTED, f"{failures} tries failed: {exc}"
+            )
+            return self.finish()
+        delay = backoff_s(failures, settings.retry_base_s)
+        if exc.ambiguous:
+            # A request we gave up on may still be running at Google; give it time to
+            # finish before the next run reads the sheet to see whether it landed.
+            delay = max(delay, settings.google_timeout_s)
+        if self.p.store.release(self.key, self.token, delay) < 0:
+            return self.fenced(exc)
+        return Outcome("retry", self.tally, retry_in_s=delay, error=exc)
+
+    def retry_database(self, exc: OperationalError) -> Outcome:
+        return self.retry(TransientError(f"database unavailable: {type(exc).__name__}"))
+
+    def retry_configuration(self, exc: ConfigError | CryptoError) -> Outcome:
+        # A missing setting or PII key: retried like a transient failure, so it ends in
+        # a dead letter with an alert that names it, and nothing is lost.
+        log.error("flush %s: %s", self.token, exc)
+        return self.retry(TransientError(str(exc)))
 
     def _park_buffer(self, reason: DeadLetterReason, message: str) -> None:
         """Move every unsettled id of the buffer to a dead letter, then trim them."""
@@ -335,9 +370,9 @@ class _Run:
             pending = list(dict.fromkeys(i for i in ids if settled.get(i) not in SETTLED))
             deadletters.park(session, self.key, pending, reason, message, delay_s=delay)
             if reason is DeadLetterReason.CREDENTIAL:
-                deadletters.mark_credential(session, self.key.user_id, CredentialStatus.INVALID)
+                credentials.mark(session, self.key.user_id, CredentialStatus.INVALID)
         self._trim(len(ids), None)
-        self.outcome.parked += len(pending)
+        self.tally.parked += len(pending)
         if pending:
             send_alert_once(
                 self.p.redis,
@@ -348,33 +383,16 @@ class _Run:
                 settings=settings,
             )
 
-    def _transient(self, exc: TransientError) -> Outcome:
-        settings = self.p.settings
-        failures = self.p.store.attempts(self.key) + 1
-        if failures > settings.retry_max:
-            try:
-                self._park_buffer(
-                    DeadLetterReason.TRANSIENT_EXHAUSTED, f"{failures} tries failed: {exc}"
-                )
-            except StaleRunError:
-                self.outcome.status = "fenced"
-                return self.outcome
-            return self._finish()
-        delay = backoff_s(failures, settings.retry_base_s)
-        if exc.ambiguous:
-            # A request we gave up on may still be running at Google; give it time to
-            # finish before the next run reads the sheet to see whether it landed.
-            delay = max(delay, settings.google_timeout_s)
-        if self.p.store.release(self.key, self.token, delay) < 0:
-            self.outcome.status = "fenced"
-            return self.outcome
-        self.outcome.status = "retry"
-        self.outcome.retry_in_s = delay
-        self.outcome.error = exc
-        return self.outcome
 
-    def _finish(self, countdown_s: float | None = None) -> Outcome:
-        self.outcome.next = self.p.store.finish(self.key, self.token, countdown_s=countdown_s)
-        if self.outcome.status == "done" and self.outcome.next is not None:
-            self.outcome.status = "again"
-        return self.outcome
+#: How a run that raised ends: the first row whose class matches decides. A handler
+#: that finds the run fenced (a newer run took the buffer) ends it as ``fenced``.
+FAILURE_OUTCOMES: tuple[tuple[type[Exception], Callable[[FlushRun, Any], Outcome]], ...] = (
+    (StaleRunError, FlushRun.fenced),
+    (RateLimited, FlushRun.at_next_slot),
+    (CredentialError, FlushRun.park_credential),
+    (PermanentError, FlushRun.permanent),
+    (TransientError, FlushRun.retry),
+    (OperationalError, FlushRun.retry_database),
+    (ConfigError, FlushRun.retry_configuration),
+    (CryptoError, FlushRun.retry_configuration),
+)

@@ -14,6 +14,7 @@ from typing import Any
 
 import redis
 
+from sheetsync.buffers.scripts import script_source
 from sheetsync.keys import HEARTBEATS, heartbeat_key
 
 #: How often a process writes its heartbeat.
@@ -47,9 +48,7 @@ def record(
     ttl_s: float = DEFAULT_HEARTBEAT_TTL_S,
 ) -> None:
     """Say that process ``name`` is alive now."""
-    from sheetsync.buffers.store import load_script_source
-
-    script = client.register_script(load_script_source("heartbeat"))
+    script = client.register_script(script_source("heartbeat"))
     script(
         keys=[HEARTBEATS, heartbeat_key(name)],
         args=[name, role, ",".join(queues), pid, ttl_s],

@@ -1,9 +1,9 @@
-"""Periodic repairs: the sweeper (SPEC 3.3) and the reconciler (SPEC 3.8).
+"""Periodic repairs: the sweeper and the reconciler (docs/ARCHITECTURE.md, "Repairs").
 
-The sweeper keeps invariant I1 when a process dies between a script and its
-``apply_async``, or a worker dies mid-run: it does not wait for the broker's visibility
-timeout. The reconciler re-pushes ENQUEUED answers whose buffer vanished (Redis lost
-its data), using the DB row as the outbox.
+The sweeper keeps invariant I1 (a non-empty buffer has one live task) when a process
+dies between a script and its ``apply_async``, or a worker dies mid-run: it does not
+wait for the broker's visibility timeout. The reconciler re-pushes ENQUEUED answers
+whose buffer vanished (Redis lost its data), using the DB row as the outbox.
 """
 
 from __future__ import annotations
@@ -15,9 +15,8 @@ from datetime import timedelta
 
 from sqlalchemy import and_, select
 
-from sheetsync.buffers.store import Dispatch, now_ms
-from sheetsync.dispatch import QUEUE_DEFAULT, queue_for_plan, send_all
-from sheetsync.emit.answers import push
+from sheetsync.buffers.push import push
+from sheetsync.dispatch import QUEUE_DEFAULT, FlushTask, queue_for_plan, send_all
 from sheetsync.keys import BufferKey
 from sheetsync.models import (
     SheetTransaction,
@@ -32,40 +31,17 @@ from sheetsync.pipeline import Pipeline
 log = logging.getLogger(__name__)
 
 
-def sweep(pipeline: Pipeline) -> list[Dispatch]:
-    """Re-dispatch every job that is stuck, and drop empty buffers from the index."""
-    store = pipeline.store
-    buffers = [key for key, _ in store.indexed_buffers()]
-    if not buffers:
-        return []
-    pipe = pipeline.redis.pipeline(transaction=False)
-    for key in buffers:
-        pipe.hmget(key.job, "state", "due_at", "lease_until")
-        pipe.llen(key.buf)
-    replies = pipe.execute()
-    now = now_ms()
-    grace_ms = pipeline.settings.sweep_grace_s * 1000
-    dispatches: list[Dispatch] = []
-    for index, key in enumerate(buffers):
-        (state, due_at, lease_until), length = replies[2 * index], replies[2 * index + 1]
-        stuck = (
-            (state is None)
-            or (state == b"scheduled" and float(due_at or 0) + grace_ms <= now)
-            or (state == b"running" and float(lease_until or 0) <= now)
-        )
-        if not stuck:
-            continue
-        dispatch = store.sweep(key, QUEUE_DEFAULT)  # re-checks atomically
-        if dispatch is not None:
-            log.warning(
-                "sweeper re-dispatches %s (was %s, %d ids)",
-                key.base,
-                (state or b"no job").decode(),
-                length,
-            )
-            dispatches.append(dispatch)
-    send_all(dispatches)
-    return dispatches
+def sweep(pipeline: Pipeline) -> list[FlushTask]:
+    """Re-dispatch every job that is stuck, and drop empty buffers from the index.
+
+    The rule is sweep.lua's; this walks the buffer index and sends what it returns.
+    """
+    buffers = [key for key, _ in pipeline.store.indexed_buffers()]
+    tasks = pipeline.store.sweep(buffers, QUEUE_DEFAULT)
+    for task in tasks:
+        log.warning("sweeper re-dispatches %s (replacing %s)", task.token, task.superseded)
+    send_all(tasks)
+    return tasks
 
 
 def _missing_from_buffer(pipeline: Pipeline, key: BufferKey, ids: list[str]) -> list[str]:
@@ -82,7 +58,7 @@ def _missing_from_buffer(pipeline: Pipeline, key: BufferKey, ids: list[str]) -> 
     if length and not has_job:
         # Ids with no task and no index entry (Redis lost some keys): enqueue only makes
         # a job for an empty list, so give this one its job here.
-        send_all([d for d in [pipeline.store.sweep(key, QUEUE_DEFAULT)] if d is not None])
+        send_all(pipeline.store.sweep([key], QUEUE_DEFAULT))
     pipe = client.pipeline(transaction=False)
     for answer_id in ids:
         pipe.lpos(key.buf, answer_id)
@@ -100,8 +76,8 @@ class ReconcileReport:
 def reconcile(pipeline: Pipeline, *, limit: int = 50_000) -> ReconcileReport:
     """Push again the ENQUEUED answers older than ``reconcile_after_s`` that are not in
     their buffer: their ids were lost from Redis (a restart, a failover, a push that
-    never ran). SPEC 3.8 asks for the empty-buffer case; a busy buffer that lost a few
-    ids is covered too, by checking each id with LPOS."""
+    never ran). An empty buffer with no job lost everything; a busy buffer that lost a
+    few ids is covered too, by checking each id with LPOS."""
     cutoff = utcnow() - timedelta(seconds=pipeline.settings.reconcile_after_s)
     tx = SheetTransaction
     query = (
@@ -139,7 +115,7 @@ def reconcile(pipeline: Pipeline, *, limit: int = 50_000) -> ReconcileReport:
     buffers = answers = 0
     for (key, queue), candidates in grouped.items():
         ids = _missing_from_buffer(pipeline, key, list(dict.fromkeys(candidates)))
-        if ids and push(pipeline, [(key, queue)], ids):
+        if ids and push(pipeline.store, [(key, queue)], ids):
             buffers += 1
             answers += len(ids)
     if answers:

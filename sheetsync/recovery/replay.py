@@ -1,8 +1,7 @@
-"""Dead-letter replay (SPEC 3.8): due entries go back to the sheet, exactly once.
+"""Dead-letter replay: due entries go back to the sheet, exactly once.
 
-The beat dispatcher claims due PENDING entries (``FOR UPDATE SKIP LOCKED`` on
-PostgreSQL, so two beats never claim one entry), marks them REPLAYING and sends one
-replay task each. A replay first reads the sheet's id column and marks what is already
+The beat dispatcher claims due PENDING entries (:func:`deadletters.claim_due`) and sends
+one replay task each. A replay first reads the sheet's id column and marks what is already
 there COMPLETED (an earlier attempt may have landed before it died), then appends the
 rest through the rate limiter, batch by batch, recording progress in the ledger.
 """
@@ -10,15 +9,11 @@ rest through the rate limiter, batch by batch, recording progress in the ledger.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
 
-from sqlalchemy import or_, select, update
-
-from sheetsync import crypto, ledger
+from sheetsync import credentials, crypto, ledger
 from sheetsync.alerts import send_alert
-from sheetsync.db import is_postgres
 from sheetsync.dispatch import get_dispatcher
 from sheetsync.errors import (
     CredentialError,
@@ -32,22 +27,15 @@ from sheetsync.keys import BufferKey
 from sheetsync.models import (
     CredentialStatus,
     DeadLetter,
-    DeadLetterReason,
     DeadLetterStatus,
     GoogleCredential,
     TransactionType,
-    utcnow,
 )
 from sheetsync.pipeline import Pipeline
-from sheetsync.recovery.deadletters import mark_credential
+from sheetsync.recovery import deadletters
 from sheetsync.sheets.client import SheetsClient, quote_title
 
 log = logging.getLogger(__name__)
-
-#: A REPLAYING entry untouched this long lost its task (the worker died): claim it again.
-DEFAULT_REPLAY_STALE_S = 600.0
-#: Entries the dispatcher claims per beat.
-DEFAULT_DISPATCH_LIMIT = 100
 
 Progress = Callable[[int, int], None]
 
@@ -59,82 +47,27 @@ class ReplayResult:
     retry_in_s: float | None = None
 
 
-def claim_due(
-    pipeline: Pipeline, *, ids: Sequence[int] | None = None, limit: int = DEFAULT_DISPATCH_LIMIT
-) -> list[int]:
-    """Mark due PENDING (and stale REPLAYING) entries REPLAYING; return their ids."""
-    now = utcnow()
-    stale = now - timedelta(seconds=DEFAULT_REPLAY_STALE_S)
-    with pipeline.sessions.begin() as session:
-        query = (
-            select(DeadLetter)
-            .where(
-                or_(
-                    (DeadLetter.status == DeadLetterStatus.PENDING)
-                    & (DeadLetter.next_attempt_at <= now),
-                    (DeadLetter.status == DeadLetterStatus.REPLAYING)
-                    & (DeadLetter.updated_at < stale),
-                )
-            )
-            .order_by(DeadLetter.next_attempt_at, DeadLetter.id)
-            .limit(limit)
-        )
-        if ids is not None:
-            query = query.where(DeadLetter.id.in_(list(ids))).limit(max(limit, len(ids)))
-        if is_postgres(session.get_bind()):
-            query = query.with_for_update(skip_locked=True)
-        entries = session.scalars(query).all()
-        for entry in entries:
-            entry.status = DeadLetterStatus.REPLAYING
-            entry.updated_at = now
-        return [entry.id for entry in entries]
-
-
-def dispatch_due(pipeline: Pipeline) -> int:
-    """The beat task: claim what is due and send one replay task per entry."""
-    claimed = claim_due(pipeline)
-    dispatcher = get_dispatcher()
-    for entry_id in claimed:
-        dispatcher.send_replay(entry_id)
-    return len(claimed)
-
-
-def make_due(
-    pipeline: Pipeline,
-    *,
-    ids: Sequence[int] | None = None,
-    user_id: str | None = None,
-    include_failed: bool = False,
-) -> list[int]:
-    """Set entries due now (PENDING); FAILED ones too when asked. Returns their ids."""
-    statuses = [DeadLetterStatus.PENDING]
-    if include_failed:
-        statuses.append(DeadLetterStatus.FAILED)
-    with pipeline.sessions.begin() as session:
-        query = select(DeadLetter.id).where(DeadLetter.status.in_(statuses))
-        if ids is not None:
-            query = query.where(DeadLetter.id.in_(list(ids)))
-        if user_id is not None:
-            query = query.where(DeadLetter.user_id == user_id)
-        chosen = list(session.scalars(query))
-        if chosen:
-            session.execute(
-                update(DeadLetter)
-                .where(DeadLetter.id.in_(chosen))
-                .values(status=DeadLetterStatus.PENDING, next_attempt_at=utcnow())
-            )
-    return chosen
-
-
 def credential_reconnected(user_id: str, *, pipeline: Pipeline | None = None) -> list[int]:
-    """The owner reconnected Google: credential VALID, their entries due now."""
+    """The owner reconnected Google: credential VALID, their dead letters due now.
+
+    Returns the ids of the dead letters made due.
+    """
     from sheetsync.pipeline import get_pipeline
 
     pipeline = pipeline or get_pipeline()
     with pipeline.sessions.begin() as session:
-        if not mark_credential(session, user_id, CredentialStatus.VALID):
+        if not credentials.mark(session, user_id, CredentialStatus.VALID):
             raise NotFoundError(f"user {user_id} has no Google credential")
-    return make_due(pipeline, user_id=user_id)
+    return deadletters.make_due(pipeline.sessions, user_id=user_id)
+
+
+def dispatch_due(pipeline: Pipeline) -> int:
+    """The beat task: claim what is due and send one replay task per entry."""
+    claimed = deadletters.claim_due(pipeline.sessions)
+    dispatcher = get_dispatcher()
+    for entry_id in claimed:
+        dispatcher.send_replay(entry_id)
+    return len(claimed)
 
 
 def replay(pipeline: Pipeline, entry_id: int, *, progress: Progress | None = None) -> ReplayResult:
@@ -159,29 +92,30 @@ def replay(pipeline: Pipeline, entry_id: int, *, progress: Progress | None = Non
         )
         appended = _Replayer(pipeline, key, client, entry_id).run(answer_ids, progress)
     except RateLimited as limited:
-        _touch(pipeline, entry_id)
+        deadletters.touch(pipeline.sessions, entry_id)
         return ReplayResult(f"entry {entry_id} rate limited", retry_in_s=limited.retry_after_s)
     except CredentialError as exc:
-        _reschedule(pipeline, entry_id, str(exc), pipeline.settings.dlq_delay_s)
+        deadletters.reschedule(pipeline.sessions, entry_id, str(exc), pipeline.settings.dlq_delay_s)
         with pipeline.sessions.begin() as session:
-            mark_credential(session, key.user_id, CredentialStatus.INVALID)
+            credentials.mark(session, key.user_id, CredentialStatus.INVALID)
         send_alert(
             f"dead letter {entry_id} (owner {key.user_id}): credential still failing; "
             f"next try in {pipeline.settings.dlq_delay_s / 86400:.0f} days"
         )
         return ReplayResult(f"entry {entry_id}: credential failed again")
     except PermanentError as exc:
-        _fail(pipeline, entry_id, key, str(exc))
+        deadletters.fail(pipeline.sessions, entry_id, str(exc))
+        send_alert(
+            f"dead letter {entry_id} (form {key.submission_id}, spreadsheet "
+            f"{key.spread_sheet_id} gid {key.sheet_id}) failed permanently: {exc}"
+        )
         return ReplayResult(f"entry {entry_id} failed permanently: {exc}")
     except TransientError as exc:
-        _reschedule(pipeline, entry_id, str(exc), pipeline.settings.dlq_transient_delay_s)
-        return ReplayResult(f"entry {entry_id}: transient failure, rescheduled")
-    with pipeline.sessions.begin() as session:
-        session.execute(
-            update(DeadLetter)
-            .where(DeadLetter.id == entry_id)
-            .values(status=DeadLetterStatus.DONE, error_message=None, updated_at=utcnow())
+        deadletters.reschedule(
+            pipeline.sessions, entry_id, str(exc), pipeline.settings.dlq_transient_delay_s
         )
+        return ReplayResult(f"entry {entry_id}: transient failure, rescheduled")
+    deadletters.mark_done(pipeline.sessions, entry_id)
     return ReplayResult(f"entry {entry_id}: {appended} rows appended", appended=appended)
 
 
@@ -246,11 +180,7 @@ class _Replayer:
                         TransactionType.FAILED,
                         reason,
                     )
-                session.execute(
-                    update(DeadLetter)
-                    .where(DeadLetter.id == self.entry_id)
-                    .values(updated_at=utcnow())
-                )
+            deadletters.touch(self.p.sessions, self.entry_id)
             appended += len(batch.rows)
             done += len(batch.consumed)
             todo = todo[len(batch.consumed) :]
@@ -265,52 +195,3 @@ class _Replayer:
         title = self.client.sheet_title(self.key.spread_sheet_id, self.key.sheet_id)
         self.p.store.remember_sheet(self.key, title=title)
         return title
-
-
-def _touch(pipeline: Pipeline, entry_id: int) -> None:
-    with pipeline.sessions.begin() as session:
-        session.execute(
-            update(DeadLetter).where(DeadLetter.id == entry_id).values(updated_at=utcnow())
-        )
-
-
-def _reschedule(pipeline: Pipeline, entry_id: int, error: str, delay_s: float) -> None:
-    now = utcnow()
-    with pipeline.sessions.begin() as session:
-        session.execute(
-            update(DeadLetter)
-            .where(DeadLetter.id == entry_id)
-            .values(
-                status=DeadLetterStatus.PENDING,
-                attempts=DeadLetter.attempts + 1,
-                error_message=error[:500],
-                next_attempt_at=now + timedelta(seconds=delay_s),
-                updated_at=now,
-            )
-        )
-
-
-def _fail(pipeline: Pipeline, entry_id: int, key: BufferKey, error: str) -> None:
-    with pipeline.sessions.begin() as session:
-        entry = session.get(DeadLetter, entry_id)
-        if entry is None:
-            return
-        states = ledger.states(session, entry.answer_ids, key.spread_sheet_id, key.sheet_id)
-        open_ids = [i for i in entry.answer_ids if states.get(i) is not TransactionType.COMPLETED]
-        ledger.record(
-            session,
-            open_ids,
-            key.spread_sheet_id,
-            key.sheet_id,
-            TransactionType.FAILED,
-            error[:500],
-        )
-        entry.status = DeadLetterStatus.FAILED
-        entry.reason = DeadLetterReason.PERMANENT
-        entry.attempts += 1
-        entry.error_message = error[:500]
-        entry.updated_at = utcnow()
-    send_alert(
-        f"dead letter {entry_id} (form {key.submission_id}, spreadsheet "
-        f"{key.spread_sheet_id} gid {key.sheet_id}) failed permanently: {error}"
-    )

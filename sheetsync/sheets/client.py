@@ -5,7 +5,8 @@ Every request goes through :meth:`SheetsClient._execute`, which
   request's arrival at Google are as close together as they can be;
 - never retries (``num_retries=0``): ``values.append`` is not idempotent, and the flush
   has its own crash-safe retry;
-- translates every failure into one of the three classes of SPEC 3.7.
+- translates every failure into one of three classes by what retrying can do:
+  transient, credential, permanent (docs/ARCHITECTURE.md, "Failures").
 """
 
 from __future__ import annotations
@@ -216,7 +217,7 @@ class SheetsClient:
 
 
 def translate_error(exc: BaseException, *, write: bool) -> SheetsError:
-    """Map a google-api-python-client / google-auth / socket failure to SPEC 3.7's classes."""
+    """Map a google-api-python-client / google-auth / socket failure to our three classes."""
     if isinstance(exc, SheetsError):
         return exc
     if isinstance(exc, HttpError):

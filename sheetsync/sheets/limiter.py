@@ -1,4 +1,4 @@
-"""Strict sliding-window rate limits for Sheets requests (SPEC 3.6).
+"""Strict sliding-window rate limits for Sheets requests (docs/ARCHITECTURE.md, "Limits").
 
 Two windows guard every request: the Google account's (60 per 60 s) and the project's
 (300 per 60 s). Both are taken in one Lua script (``rate_take.lua``): the `limits`
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import redis
 
-from sheetsync.buffers.store import Scripts
+from sheetsync.buffers.scripts import Scripts
 from sheetsync.errors import RateLimited
 from sheetsync.keys import RATE_PROJECT, rate_account_key
 from sheetsync.settings import Settings

@@ -82,8 +82,8 @@ def test_a_stale_run_is_fenced_at_every_step(store):
     [dispatch] = store.push([(KEY, "q")], ["a1"])
     assert store.claim(KEY, dispatch.token)
     time.sleep(1.1)
-    takeover = store.sweep(KEY, "q")  # the lease expired: the sweeper re-dispatches
-    assert takeover is not None and takeover.superseded == dispatch.token
+    [takeover] = store.sweep([KEY], "q")  # the lease expired: the sweeper re-dispatches
+    assert takeover.superseded == dispatch.token
     assert not store.renew(KEY, dispatch.token)
     assert not store.write_intent(KEY, dispatch.token, ["a1"], None)
     assert store.trim(KEY, dispatch.token, 1, None) == -1

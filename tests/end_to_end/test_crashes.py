@@ -7,7 +7,7 @@ from support.waiting import wait_until
 
 from sheetsync import emit_answer_submitted
 from sheetsync.buffers.store import BufferStore
-from sheetsync.flush.run import _Run
+from sheetsync.flush.run import FlushRun
 from sheetsync.keys import BufferKey
 from sheetsync.recovery import repair
 
@@ -55,9 +55,7 @@ def test_crash_between_enqueue_script_and_apply_async(scene, world, worker, monk
     from sheetsync.pipeline import get_pipeline
 
     _, sheet, ids, key = scene
-    monkeypatch.setattr(
-        "sheetsync.emit.answers.send_all", lambda dispatches: None
-    )  # task never sent
+    monkeypatch.setattr("sheetsync.buffers.push.send_all", lambda tasks: None)  # task never sent
     for answer_id in ids:
         emit_answer_submitted(answer_id)
     pipeline = get_pipeline()
@@ -70,7 +68,7 @@ def test_crash_after_append_before_completed(scene, world, worker, monkeypatch):
     from sheetsync.pipeline import get_pipeline
 
     _, sheet, ids, _ = scene
-    fired = crash_once(monkeypatch, _Run, "_settle", when=lambda run, batch, **k: batch.rows)
+    fired = crash_once(monkeypatch, FlushRun, "settle", when=lambda run, batch, **k: batch.rows)
     for answer_id in ids:
         emit_answer_submitted(answer_id)
     pipeline = get_pipeline()

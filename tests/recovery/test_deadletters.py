@@ -42,7 +42,7 @@ def test_concurrent_dispatchers_claim_each_entry_once(world, db_url):
 
     def dispatcher() -> None:
         while True:
-            got = replay.claim_due(pipeline, limit=7)
+            got = deadletters.claim_due(pipeline.sessions, limit=7)
             if not got:
                 return
             with lock:
@@ -67,7 +67,7 @@ def test_credential_entries_merge_and_wait_seven_days(world, pipeline):
     [entry] = world.dead_letters()
     assert entry.answer_ids == ids
     assert timedelta(days=6.9) < entry.next_attempt_at - utcnow() <= timedelta(days=7)
-    assert replay.claim_due(pipeline) == []  # not due
+    assert deadletters.claim_due(pipeline.sessions) == []  # not due
 
 
 def test_beat_dispatch_replays_on_the_scheduled_queue(world, worker, admin):
@@ -104,7 +104,7 @@ def test_replay_with_a_still_broken_credential_waits_seven_more_days(
     ids = world.answers(form, 3)
     entry_id = park(world, form, sheet, ids)
     admin.revoke(f"google-{form.owner_id}")
-    [claimed] = replay.claim_due(pipeline)
+    [claimed] = deadletters.claim_due(pipeline.sessions)
     result = replay.replay(pipeline, claimed)
     assert "credential failed again" in result.summary
     [entry] = world.dead_letters()
@@ -124,7 +124,7 @@ def test_replay_into_a_deleted_spreadsheet_fails_permanently(world, pipeline, ad
     admin.delete_spreadsheet(sheet.spreadsheet_id)
     with pipeline.sessions.begin() as session:
         session.execute(update(DeadLetter).values(next_attempt_at=utcnow()))
-    [claimed] = replay.claim_due(pipeline)
+    [claimed] = deadletters.claim_due(pipeline.sessions)
     replay.replay(pipeline, claimed)
     [entry] = world.dead_letters()
     assert entry.status is DeadLetterStatus.FAILED

@@ -1,15 +1,17 @@
--- A flush task starts: take the buffer if the task's token is still the live one (I2).
--- KEYS[1] = job
--- ARGV[1] = token, ARGV[2] = now (ms), ARGV[3] = lease (ms)
+-- A flush task starts: take the buffer if the task's token is still the live one.
+-- KEYS: the job
+-- ARGV: token, now (ms), lease (ms)
 -- Returns 1 when this run now holds the buffer; 0 when the token was superseded or
 -- another run with this token still holds an unexpired lease (a duplicate delivery).
-local job = redis.call('HMGET', KEYS[1], 'token', 'state', 'lease_until')
-local now = tonumber(ARGV[2])
-if job[1] ~= ARGV[1] then
+local job = KEYS[1]
+local token, now, lease_ms = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local live_token, state, lease_until = unpack(redis.call('HMGET', job, 'token', 'state',
+  'lease_until'))
+if live_token ~= token then
   return 0
 end
-if job[2] == 'running' and tonumber(job[3] or '0') > now then
+if state == 'running' and tonumber(lease_until or '0') > now then
   return 0
 end
-redis.call('HSET', KEYS[1], 'state', 'running', 'lease_until', now + tonumber(ARGV[3]))
+redis.call('HSET', job, 'state', 'running', 'lease_until', now + lease_ms)
 return 1

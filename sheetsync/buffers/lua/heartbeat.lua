@@ -1,12 +1,11 @@
 -- A worker or beat process says it is alive, and what it consumes.
--- KEYS[1] = heartbeat index (ZSET name -> last seen ms), KEYS[2] = this process's HASH
--- ARGV[1] = name, ARGV[2] = role (worker | beat), ARGV[3] = queues (comma-separated),
--- ARGV[4] = pid, ARGV[5] = seconds a heartbeat stays valid
+-- KEYS: the heartbeat index (ZSET name -> last seen ms), this process's HASH
+-- ARGV: name, role (worker | beat), queues (comma-separated), pid, seconds a heartbeat
+--       stays valid
 -- Returns the Redis time (ms) recorded. Entries older than the ttl leave the index.
 local index, details = KEYS[1], KEYS[2]
 local name, role, queues, pid, ttl_s = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
-local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local now = math.floor(clock_us() / 1000)
 redis.call('HSET', details, 'role', role, 'queues', queues, 'pid', pid, 'seen', now)
 redis.call('EXPIRE', details, math.ceil(ttl_s))
 redis.call('ZADD', index, now, name)

@@ -1,44 +1,41 @@
--- The sweeper's repair of one buffer (I1): a job scheduled long past due (its task was
--- never sent, or was lost), a running job whose lease expired (its worker died), or a
--- non-empty list with no job at all gets a new token. An empty buffer leaves the index.
--- KEYS[1] = buf, KEYS[2] = job, KEYS[3] = sheet, KEYS[4] = buffer index
--- ARGV[1] = buffer base, ARGV[2] = now (ms), ARGV[3] = grace past due (ms),
--- ARGV[4] = queue for a job that has none, ARGV[5] = sheet cache ttl (s)
--- Returns {} when nothing needed doing, else {token, queue, replaced token or ""}.
+-- The sweeper's repair of a chunk of buffers. A job scheduled long past due (its task
+-- was never sent, or was lost), a running job whose lease expired (its worker died), or
+-- a non-empty list with no job at all gets a new token; an empty buffer with no job
+-- leaves the index.
+-- KEYS: the buffer index, then per buffer: its list, its job, its sheet cache
+-- ARGV: now (ms), grace past due (ms), queue for a job that has none, sheet cache
+--       ttl (s), then each buffer's base
+-- Returns the tasks to send, each superseding the job's old token.
+local buffer_index = KEYS[1]
+local now, grace_ms = tonumber(ARGV[1]), tonumber(ARGV[2])
+local default_queue, sheet_ttl_s = ARGV[3], tonumber(ARGV[4])
 
--- Redis's clock in microseconds: no two scripts ever see the same value.
-local function clock_us()
-  local time = redis.call('TIME')
-  return tonumber(time[1]) * 1000000 + tonumber(time[2])
+local function stuck(state, due_at, lease_until, length)
+  if not state then
+    return length > 0
+  elseif state == 'scheduled' then
+    return tonumber(due_at or '0') + grace_ms <= now
+  end
+  return tonumber(lease_until or '0') <= now
 end
 
-local base, now = ARGV[1], tonumber(ARGV[2])
-local job = redis.call('HMGET', KEYS[2], 'state', 'token', 'due_at', 'lease_until', 'queue')
-local state, old_token, queue = job[1], job[2], job[5]
-local length = redis.call('LLEN', KEYS[1])
-
-if not state then
-  if length == 0 then
-    redis.call('ZREM', KEYS[4], base)
-    return {}
-  end
-elseif state == 'scheduled' then
-  if tonumber(job[3] or '0') + tonumber(ARGV[3]) > now then
-    return {}
-  end
-elseif state == 'running' then
-  if tonumber(job[4] or '0') > now then
-    return {}
+local to_send = {}
+for b = 1, #ARGV - 4 do
+  local list, job, sheet = KEYS[3 * b - 1], KEYS[3 * b], KEYS[3 * b + 1]
+  local base = ARGV[4 + b]
+  local state, old_token, due_at, lease_until, queue = unpack(redis.call('HMGET', job,
+    'state', 'token', 'due_at', 'lease_until', 'queue'))
+  local length = redis.call('LLEN', list)
+  if not state and length == 0 then
+    redis.call('ZREM', buffer_index, base)
+  elseif stuck(state, due_at, lease_until, length) then
+    local token = mint_token(sheet, base, sheet_ttl_s)
+    queue = queue or default_queue
+    redis.call('HSET', job, 'token', token, 'state', 'scheduled', 'promoted', '0',
+      'queue', queue, 'due_at', now)
+    redis.call('HDEL', job, 'lease_until')
+    redis.call('ZADD', buffer_index, 'NX', now, base)
+    to_send[#to_send + 1] = task_to_send(token, queue, 0, old_token)
   end
 end
-
-local seq = math.max(tonumber(redis.call('HGET', KEYS[3], 'seq') or '0') + 1, clock_us())
-redis.call('HSET', KEYS[3], 'seq', string.format('%d', seq))
-redis.call('EXPIRE', KEYS[3], tonumber(ARGV[5]))
-local token = base .. '#' .. string.format('%d', seq)
-queue = queue or ARGV[4]
-redis.call('HSET', KEYS[2], 'token', token, 'state', 'scheduled', 'promoted', '0',
-  'queue', queue, 'due_at', now)
-redis.call('HDEL', KEYS[2], 'lease_until')
-redis.call('ZADD', KEYS[4], 'NX', now, base)
-return {token, queue, old_token or ''}
+return to_send

@@ -1,29 +1,30 @@
 -- A batch is settled (COMPLETED, dead-lettered or failed in the DB): drop it from the
 -- head of the list, clear the intent and remember where the sheet ends.
--- KEYS[1] = buf, KEYS[2] = job, KEYS[3] = inflight, KEYS[4] = sheet, KEYS[5] = buffer index
--- ARGV[1] = token, ARGV[2] = now (ms), ARGV[3] = lease (ms), ARGV[4] = batch length,
--- ARGV[5] = last row now in the sheet, or "" if unchanged, ARGV[6] = buffer base,
--- ARGV[7] = sheet cache ttl (s)
+-- KEYS: the list, the job, the intent, the sheet cache, the buffer index
+-- ARGV: token, now (ms), lease (ms), batch length, last row now in the sheet ('' when
+--       unchanged), buffer base, sheet cache ttl (s)
 -- Returns the ids left in the list, or -1 when this run no longer holds the buffer.
-local job = redis.call('HMGET', KEYS[2], 'token', 'state')
-if job[1] ~= ARGV[1] or job[2] ~= 'running' then
+local list, job, intent, sheet, buffer_index = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local token, now, lease_ms = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local count, last_row, base, sheet_ttl_s = tonumber(ARGV[4]), ARGV[5], ARGV[6], tonumber(ARGV[7])
+local live_token, state = unpack(redis.call('HMGET', job, 'token', 'state'))
+if live_token ~= token or state ~= 'running' then
   return -1
 end
-local now = tonumber(ARGV[2])
-redis.call('LTRIM', KEYS[1], tonumber(ARGV[4]), -1)
-redis.call('DEL', KEYS[3])
-if ARGV[5] ~= '' then
-  redis.call('HSET', KEYS[4], 'last_row', ARGV[5])
+redis.call('LTRIM', list, count, -1)
+redis.call('DEL', intent)
+if last_row ~= '' then
+  redis.call('HSET', sheet, 'last_row', last_row)
 end
-redis.call('EXPIRE', KEYS[4], tonumber(ARGV[7]))
-redis.call('HSET', KEYS[2], 'lease_until', now + tonumber(ARGV[3]))
-if tonumber(ARGV[4]) > 0 then
+redis.call('EXPIRE', sheet, sheet_ttl_s)
+redis.call('HSET', job, 'lease_until', now + lease_ms)
+if count > 0 then
   -- Progress: the next transient failure starts a fresh run of retries.
-  redis.call('HSET', KEYS[2], 'attempts', 0)
+  redis.call('HSET', job, 'attempts', 0)
 end
-local left = redis.call('LLEN', KEYS[1])
+local left = redis.call('LLEN', list)
 if left > 0 then
   -- The head is now younger than before; "now" is a close upper bound of its age.
-  redis.call('ZADD', KEYS[5], 'XX', now, ARGV[6])
+  redis.call('ZADD', buffer_index, 'XX', now, base)
 end
 return left

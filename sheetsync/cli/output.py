@@ -9,11 +9,9 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, NoReturn, TextIO
-from urllib.parse import urlsplit, urlunsplit
 
 import click
 import typer
@@ -22,15 +20,13 @@ from rich.style import StyleType
 from rich.table import Table
 from rich.text import Text
 
-#: Exit codes (SPEC 4.2): 0 ok, 1 error, 2 usage.
+from sheetsync.ops.text import iso
+
+#: Exit codes: 0 ok, 1 error, 2 usage.
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 
-#: Widest a free-text cell (an error message) gets in a table before it is cut.
-DEFAULT_TEXT_CELL_CHARS = 60
-#: What a masked secret looks like.
-MASK = "***"
 #: Width of output going to a pipe or a file: wide enough that no table cell is ever cut
 #: or wrapped. A terminal gets its own width; COLUMNS, when set, wins over both.
 PIPED_WIDTH = 10_000
@@ -158,74 +154,3 @@ def with_ids(ids: Sequence[int], singular: str, plural: str | None = None) -> st
     """``1 dead letter (id 7)``, ``3 dead letters (ids 7, 8, 9)``, ``0 dead letters``."""
     text = counted(len(ids), singular, plural)
     return f"{text} {id_note(ids)}" if ids else text
-
-
-def mask_url(url: str) -> str:
-    """``url`` with the password (if any) replaced by ``***``; safe to print."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<unparsable url>"
-    if parts.password is None:
-        return url
-    userinfo = f"{parts.username or ''}:{MASK}"
-    host = parts.hostname or ""
-    if ":" in host:  # an IPv6 literal
-        host = f"[{host}]"
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    netloc = f"{userinfo}@{host}" + (f":{port}" if port is not None else "")
-    return urlunsplit(parts._replace(netloc=netloc))
-
-
-def iso(moment: datetime | None) -> str | None:
-    """An aware datetime as ISO 8601 in UTC (``...Z``); None stays None."""
-    if moment is None:
-        return None
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
-def short_time(moment: datetime | None) -> str:
-    """``2024-05-01 09:30:00Z`` for tables."""
-    if moment is None:
-        return "-"
-    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%SZ")
-
-
-def duration(seconds: float) -> str:
-    """A compact length of time: ``45s``, ``3m 20s``, ``6d 23h``."""
-    seconds = max(0.0, seconds)
-    if seconds < 60:
-        return f"{seconds:.0f}s" if seconds >= 10 else f"{seconds:.1f}s"
-    minutes, secs = divmod(int(seconds), 60)
-    if minutes < 60:
-        return f"{minutes}m {secs}s"
-    hours, minutes = divmod(minutes, 60)
-    if hours < 24:
-        return f"{hours}h {minutes}m"
-    days, hours = divmod(hours, 24)
-    return f"{days}d {hours}h"
-
-
-def relative(moment: datetime | None, now: datetime | None = None) -> str:
-    """``in 6d 23h``, ``3m 20s ago`` or ``now``."""
-    if moment is None:
-        return "-"
-    delta = (moment - (now or datetime.now(UTC))).total_seconds()
-    if abs(delta) < 1:
-        return "now"
-    return f"in {duration(delta)}" if delta > 0 else f"{duration(-delta)} ago"
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-def clip(text: str | None, limit: int = DEFAULT_TEXT_CELL_CHARS) -> str:
-    """One line of at most ``limit`` characters, with an ellipsis when cut."""
-    if not text:
-        return ""
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"

@@ -9,11 +9,12 @@ from typing import Annotated, Any
 
 import typer
 
-from sheetsync.ops.cli.helpformat import HelpCommand, new_app
-from sheetsync.ops.cli.output import counted, hint, mask_url, out
-from sheetsync.ops.cli.runtime import load_settings, open_database, open_pipeline, require_database
+from sheetsync.cli.helpformat import HelpCommand, new_app
+from sheetsync.cli.output import counted, hint, out
+from sheetsync.cli.runtime import load_settings, open_database, open_pipeline, require_database
+from sheetsync.ops.text import mask_url
 
-#: Where the emulator listens unless told otherwise (SPEC 4.2).
+#: Where the emulator listens unless told otherwise.
 DEFAULT_EMULATOR_HOST = "127.0.0.1"
 DEFAULT_EMULATOR_PORT = 8085
 

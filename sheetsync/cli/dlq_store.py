@@ -10,17 +10,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, cast, func, select, update
+from sqlalchemy import ColumnElement, cast, func, select
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session, sessionmaker
 
-from sheetsync import ledger
-from sheetsync.models import DeadLetter, DeadLetterStatus, TransactionType, utcnow
-
-#: Ledger note on the ids of a purged entry (they will never be retried).
-PURGED_MESSAGE = "dead letter purged by an operator"
-#: Entries a purge may drop; the others are finished or owned by a running replay.
-PURGEABLE = (DeadLetterStatus.PENDING, DeadLetterStatus.FAILED)
+from sheetsync.models import DeadLetter
 
 
 @dataclass(frozen=True)
@@ -102,54 +96,3 @@ def missing_ids(sessions: sessionmaker[Session], ids: Sequence[int]) -> list[int
     with sessions() as session:
         found = set(session.scalars(select(DeadLetter.id).where(DeadLetter.id.in_(ids))))
     return [entry_id for entry_id in ids if entry_id not in found]
-
-
-def purge(
-    sessions: sessionmaker[Session], ids: Sequence[int]
-) -> tuple[list[int], list[tuple[int, str]]]:
-    """Mark PENDING and FAILED entries PURGED, their unsettled ids FAILED in the ledger.
-
-    Returns (purged or already purged ids, [(id, why not)]) for the rest.
-    """
-    purged: list[int] = []
-    refused: list[tuple[int, str]] = []
-    with sessions.begin() as session:
-        entries = session.scalars(
-            select(DeadLetter).where(DeadLetter.id.in_(ids)).order_by(DeadLetter.id)
-        ).all()
-        for entry in entries:
-            if entry.status is DeadLetterStatus.PURGED:
-                purged.append(entry.id)
-                continue
-            if entry.status not in PURGEABLE:
-                refused.append((entry.id, entry.status.value))
-                continue
-            # The update names the status it saw: a replay that claims the entry
-            # meanwhile makes it match nothing, and the entry is left to that replay.
-            result = session.execute(
-                update(DeadLetter)
-                .where(DeadLetter.id == entry.id, DeadLetter.status == entry.status)
-                .values(status=DeadLetterStatus.PURGED, updated_at=utcnow())
-                .execution_options(synchronize_session=False)
-            )
-            if not getattr(result, "rowcount", 0):
-                refused.append((entry.id, "changed meanwhile"))
-                continue
-            _fail_open_ids(session, entry)
-            purged.append(entry.id)
-    return purged, refused
-
-
-def _fail_open_ids(session: Session, entry: DeadLetter) -> None:
-    """Every id of a purged entry ends FAILED with the reason, unless it reached the sheet
-    (SPEC 3.7: no id is left DEAD_LETTERED without a pending entry)."""
-    states = ledger.states(session, entry.answer_ids, entry.spread_sheet_id, entry.sheet_id)
-    open_ids = [i for i in entry.answer_ids if states.get(i) is not TransactionType.COMPLETED]
-    ledger.record(
-        session,
-        open_ids,
-        entry.spread_sheet_id,
-        entry.sheet_id,
-        TransactionType.FAILED,
-        PURGED_MESSAGE,
-    )

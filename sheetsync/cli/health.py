@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from sheetsync.ops.cli.output import duration, fail, out
-from sheetsync.ops.cli.runtime import load_settings
+from sheetsync.cli.output import fail, out
+from sheetsync.cli.runtime import load_settings
+from sheetsync.ops.text import duration
 
 if TYPE_CHECKING:
     import redis

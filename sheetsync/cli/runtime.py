@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sheetsync.errors import ConfigError, SheetSyncError
-from sheetsync.ops.cli.output import mask_url
+from sheetsync.ops.text import mask_url
 
 if TYPE_CHECKING:
     from sqlalchemy.exc import DBAPIError

@@ -1,4 +1,4 @@
-"""``sheetsync dlq``: list, show, replay and purge dead letters (SPEC 3.8, 4.2).
+"""``sheetsync dlq``: list, show, replay and purge dead letters.
 
 Entries hold answer ids only; nothing here ever reads or prints an answer's values.
 """
@@ -11,9 +11,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from sheetsync.ops.cli.helpformat import HelpCommand, new_app
-from sheetsync.ops.cli.output import (
-    clip,
+from sheetsync.cli.helpformat import HelpCommand, new_app
+from sheetsync.cli.output import (
     counted,
     fail,
     heading,
@@ -21,13 +20,12 @@ from sheetsync.ops.cli.output import (
     id_note,
     out,
     print_json,
-    relative,
-    short_time,
     table,
     usage_error,
     with_ids,
 )
-from sheetsync.ops.cli.runtime import open_database, open_pipeline
+from sheetsync.cli.runtime import open_database, open_pipeline
+from sheetsync.ops.text import clip, relative, short_time
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker
@@ -84,7 +82,7 @@ def list_entries(
     """
     status = _choice(ctx, "--status", STATUSES, status_name)
     reason = _choice(ctx, "--reason", REASONS, reason_name)
-    from sheetsync.ops.cli import dlq_store
+    from sheetsync.cli import dlq_store
 
     with open_database() as sessions:
         page = dlq_store.list_entries(
@@ -143,7 +141,7 @@ def show(
     as_json: JsonFlag = False,
 ) -> None:
     """Show one dead letter in full, its answer ids included."""
-    from sheetsync.ops.cli import dlq_store
+    from sheetsync.cli import dlq_store
 
     with open_database() as sessions:
         details = dlq_store.get_entry(sessions, entry_id)
@@ -200,7 +198,7 @@ def replay(
         usage_error(ctx, "say what to replay: dead-letter IDs, --user USER or --all")
     if chosen > 1:
         usage_error(ctx, "give only one of: dead-letter IDs, --user USER, --all")
-    from sheetsync.ops.cli.replaying import replay_here, send_to_workers
+    from sheetsync.cli.replaying import replay_here, send_to_workers
 
     with open_pipeline() as pipeline:
         if ids:
@@ -218,7 +216,7 @@ def replay(
 
 def require_existing(sessions: sessionmaker[Session], ids: Sequence[int]) -> None:
     """End the command with one line when an id names no dead letter."""
-    from sheetsync.ops.cli import dlq_store
+    from sheetsync.cli import dlq_store
 
     missing = [str(entry_id) for entry_id in dlq_store.missing_ids(sessions, ids)]
     if len(missing) == 1:
@@ -247,11 +245,11 @@ def purge(
             fail(f"purging drops {chosen} for good: add --yes to confirm")
         if not typer.confirm(question, err=True):
             fail("purge cancelled")
-    from sheetsync.ops.cli import dlq_store
+    from sheetsync.recovery import deadletters
 
     with open_database() as sessions:
         require_existing(sessions, ids)
-        purged, refused = dlq_store.purge(sessions, ids)
+        purged, refused = deadletters.purge(sessions, ids)
     if purged:
         out.print(f"purged {with_ids(purged, 'dead letter')}", markup=False)
     if refused:

@@ -1,4 +1,4 @@
-"""The ``sheetsync`` command line (SPEC 4.2).
+"""The ``sheetsync`` command line.
 
 Exit codes: 0 ok, 1 error, 2 usage. Every failure is one line on stderr
 (``error: ...``) with secrets masked, never a traceback; set
@@ -17,9 +17,9 @@ from collections.abc import Sequence
 import typer
 from typer.main import get_command
 
-from sheetsync.ops.cli import admin, dlq, health
-from sheetsync.ops.cli.helpformat import HelpCommand, new_app
-from sheetsync.ops.cli.output import (
+from sheetsync.cli import admin, dlq, health
+from sheetsync.cli.helpformat import HelpCommand, new_app
+from sheetsync.cli.output import (
     ABORTS,
     CLICK_ERRORS,
     EXIT_ERROR,
@@ -29,8 +29,8 @@ from sheetsync.ops.cli.output import (
     USAGE_ERRORS,
     error_line,
 )
-from sheetsync.ops.cli.runtime import TRACEBACK_VARIABLE, describe, first_line
-from sheetsync.ops.cli.status import status
+from sheetsync.cli.runtime import TRACEBACK_VARIABLE, describe, first_line
+from sheetsync.cli.status import status
 
 __all__ = ["app", "main"]
 

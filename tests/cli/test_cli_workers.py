@@ -7,9 +7,9 @@ from pathlib import Path
 
 from support.cli import Cli
 
+from sheetsync.cli import health
 from sheetsync.keys import BufferKey
 from sheetsync.ops import heartbeats
-from sheetsync.ops.cli import health
 from sheetsync.pipeline import Pipeline
 from sheetsync.settings import Settings
 

@@ -9,8 +9,8 @@ from typing import Any
 from support.cli import Cli
 from typer.main import get_command
 
+from sheetsync.cli import app
 from sheetsync.keys import BufferKey
-from sheetsync.ops.cli import app
 from sheetsync.pipeline import Pipeline
 
 #: Ids as long as sheetsync accepts (128 characters): far wider than 80 columns.

@@ -1,10 +1,10 @@
 """How ``dlq replay`` replays: hand entries to the workers, or run them here (``--now``).
 
-An entry is replayed only by whoever claims it (``claim_due`` marks it REPLAYING), so
+An entry is replayed only by whoever claims it (``deadletters.claim_due`` marks it REPLAYING), so
 the beat dispatcher, the workers and a second operator never replay one entry at once.
 Sending to the workers claims every chosen entry and sends at once. Replaying here
 claims one entry at a time, right before replaying it: an entry claimed early would
-look stale to the dispatcher after ``DEFAULT_REPLAY_STALE_S`` and be claimed a second
+look stale to the dispatcher after ``deadletters.DEFAULT_REPLAY_STALE_S`` and be claimed a second
 time. Whatever was claimed but not replayed (the broker was down, Ctrl-C) goes back to
 PENDING, due now.
 """
@@ -24,13 +24,14 @@ from rich.progress import (
     TextColumn,
     TimeElapsedColumn,
 )
-from sqlalchemy import select, update
+from sqlalchemy import select
 
 from sheetsync import ledger
-from sheetsync.models import DeadLetter, DeadLetterStatus, TransactionType, utcnow
-from sheetsync.ops.cli.output import counted, err, hint, id_note, out, table, with_ids
+from sheetsync.cli.output import counted, err, hint, id_note, out, table, with_ids
+from sheetsync.models import DeadLetter, DeadLetterStatus, TransactionType
 from sheetsync.pipeline import Pipeline
-from sheetsync.recovery.replay import ReplayResult, claim_due, make_due
+from sheetsync.recovery import deadletters
+from sheetsync.recovery.replay import ReplayResult
 from sheetsync.recovery.replay import replay as replay_entry
 
 #: Ids per claim (keeps the IN list well under every database's parameter limit).
@@ -198,8 +199,8 @@ def _candidates(pipeline: Pipeline, *, ids: Sequence[int] | None, user_id: str |
 
 def _claim(pipeline: Pipeline, ids: Sequence[int], *, include_failed: bool) -> list[int]:
     """Make ``ids`` due now and claim them; returns the ones this process now owns."""
-    make_due(pipeline, ids=ids, include_failed=include_failed)
-    return claim_due(pipeline, ids=ids, limit=len(ids))
+    deadletters.make_due(pipeline.sessions, ids=ids, include_failed=include_failed)
+    return deadletters.claim_due(pipeline.sessions, ids=ids, limit=len(ids))
 
 
 def _report_taken(ids: Sequence[int]) -> None:
@@ -211,14 +212,7 @@ def _report_taken(ids: Sequence[int]) -> None:
 
 def release(pipeline: Pipeline, ids: Sequence[int]) -> None:
     """Give claimed entries that were never replayed back: PENDING, due now."""
-    if not ids:
-        return
-    with pipeline.sessions.begin() as session:
-        session.execute(
-            update(DeadLetter)
-            .where(DeadLetter.id.in_(list(ids)), DeadLetter.status == DeadLetterStatus.REPLAYING)
-            .values(status=DeadLetterStatus.PENDING, next_attempt_at=utcnow(), updated_at=utcnow())
-        )
+    deadletters.release(pipeline.sessions, ids)
 
 
 def _statuses(pipeline: Pipeline, ids: Sequence[int]) -> dict[int, str]:

@@ -1,7 +1,7 @@
 """``sheetsync status``: live workers, buffers and their jobs, dead letters, and
 rate-limit use.
 
-The figures are gathered by :mod:`sheetsync.ops.cli.status_data`; this module prints them.
+The figures are gathered by :mod:`sheetsync.ops.status`; this module prints them.
 A buffer that is overdue on a queue no live worker consumes is named, with the command
 that would flush it: without it the buffer just looks late.
 """
@@ -12,17 +12,9 @@ from typing import Annotated, Any
 
 import typer
 
-from sheetsync.ops.cli.output import (
-    counted,
-    duration,
-    heading,
-    hint,
-    mask_url,
-    out,
-    print_json,
-    table,
-)
-from sheetsync.ops.cli.runtime import open_pipeline
+from sheetsync.cli.output import counted, heading, hint, out, print_json, table
+from sheetsync.cli.runtime import open_pipeline
+from sheetsync.ops.text import duration, mask_url
 
 #: Buffers listed unless told otherwise (the oldest first: they matter most).
 DEFAULT_STATUS_LIMIT = 50
@@ -45,7 +37,7 @@ def status(
     Buffers are listed with depth, age and job; an overdue buffer on a queue that no
     live worker consumes names the queue.
     """
-    from sheetsync.ops.cli import status_data
+    from sheetsync.ops import status as status_data
 
     with open_pipeline() as pipeline:
         report: dict[str, Any] = {

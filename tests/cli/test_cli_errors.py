@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from support.cli import Cli
 
+from sheetsync.cli import dlq
+from sheetsync.cli.runtime import TRACEBACK_VARIABLE, describe
 from sheetsync.keys import BufferKey
 from sheetsync.models import DeadLetterReason, DeadLetterStatus
-from sheetsync.ops.cli import dlq
-from sheetsync.ops.cli.runtime import TRACEBACK_VARIABLE, describe
 from sheetsync.pipeline import Pipeline
 
 

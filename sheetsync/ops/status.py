@@ -16,7 +16,6 @@ from sheetsync.errors import ValidationError
 from sheetsync.keys import BUFFER_INDEX, BufferKey, rate_account_key
 from sheetsync.models import DeadLetter, DeadLetterStatus, GoogleCredential, utcnow
 from sheetsync.ops import heartbeats
-from sheetsync.ops.cli.output import clip, now_ms
 from sheetsync.pipeline import Pipeline
 
 #: Commands per Redis pipeline round trip.
@@ -25,7 +24,8 @@ PIPELINE_CHUNK = 1000
 
 def collect_buffers(pipeline: Pipeline, limit: int) -> dict[str, Any]:
     client = pipeline.redis
-    now = now_ms()
+    seconds, micros = client.time()  # Redis's clock: ages agree whatever this host's says
+    now = seconds * 1000 + micros // 1000
     total = int(client.zcard(BUFFER_INDEX))
     entries: list[tuple[Any, float]] = list(
         client.zrange(BUFFER_INDEX, 0, limit - 1, withscores=True)  # type: ignore[arg-type]
@@ -37,7 +37,7 @@ def collect_buffers(pipeline: Pipeline, limit: int) -> dict[str, Any]:
         try:
             keys.append((BufferKey.parse(base), float(score)))
         except ValidationError:
-            malformed.append(clip(base, 200))
+            malformed.append(base[:200])
     replies: list[Any] = []
     for start in range(0, len(keys), PIPELINE_CHUNK):
         pipe = client.pipeline(transaction=False)
