@@ -1,11 +1,13 @@
 """``sheetsync demo``: the real pipeline on embedded defaults, end to end, in under a minute.
 
-SQLite in ``.demo/``, the Redis at ``SHEETSYNC_REDIS_URL`` (or a redis-server child), the
-Sheets API emulator in this process with Google's quotas, and a real Celery worker
-process. Every answer of the dataset in :mod:`sheetsync.dev.demo_data` (2,000 answers,
-4 sheets) is emitted with :func:`sheetsync.emit_answer_submitted` inside web-app
-transactions, while the worker flushes; the demo waits for every row to land and reads
-the sheets back.
+SQLite in ``.demo/``, a redis-server of its own (or the Redis at ``SHEETSYNC_REDIS_URL``,
+see :mod:`sheetsync.dev.demo_redis`), the Sheets API emulator in this process with
+Google's quotas, and a real Celery worker process. Every answer of the dataset in
+:mod:`sheetsync.dev.demo_data` (2,050 answers, 5 sheets) is emitted with
+:func:`sheetsync.emit_answer_submitted` inside web-app transactions, while the worker
+flushes. One owner has revoked Google access, so their answers end in a dead letter. The
+demo waits until every other answer landed and every answer of that owner is parked,
+reads the sheets back (:mod:`sheetsync.dev.demo_report`) and prints what to try next.
 
 Everything it starts is stopped on the way out: on success, failure, Ctrl-C or SIGTERM.
 Nothing it prints carries an answer's value.
@@ -19,11 +21,10 @@ import signal
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager, suppress
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from types import FrameType
 from typing import Any
-from urllib.parse import urlsplit
 
 import redis
 from rich.console import Console
@@ -34,26 +35,35 @@ from sheetsync.crypto import generate_key, reset_keyring
 from sheetsync.db import upgrade
 from sheetsync.dev.demo_data import (
     DEMO_FORMS,
-    SHEET_TITLE,
-    DemoSheet,
+    DemoSeed,
     demo_owners,
+    expected_dead_lettered,
     expected_rows,
+    restore_access,
+    revoke_access,
     seed_demo,
+)
+from sheetsync.dev.demo_redis import DemoRedis, open_demo_redis
+from sheetsync.dev.demo_report import (
+    DATABASE_VARIABLE,
+    print_next_steps,
+    report_dead_letters,
+    report_requests,
+    report_sheets,
+    shown,
+    write_env_file,
 )
 from sheetsync.dev.emulator import EmulatorAdmin, EmulatorServer
 from sheetsync.dev.local import (
     REDIS_INSTALL_HINT,
-    LocalRedis,
-    LocalStackError,
     RedisNotInstalledError,
     WorkerProcess,
-    ensure_redis,
     start_celery_worker,
     wait_until,
 )
 from sheetsync.dispatch import QUEUES
 from sheetsync.errors import SheetSyncError
-from sheetsync.keys import BUFFER_INDEX, BufferKey, rate_account_key
+from sheetsync.keys import BufferKey
 from sheetsync.models import SheetTransaction, TransactionType
 from sheetsync.pipeline import Pipeline, get_pipeline, reset_pipeline
 from sheetsync.settings import reset_settings
@@ -84,8 +94,8 @@ EXIT_OK, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 130
 INHERITED_VARIABLES = frozenset(
     {"SHEETSYNC_REDIS_URL", "SHEETSYNC_BROKER_URL", "SHEETSYNC_CLI_TRACEBACK"}
 )
-#: The settings' default buffer Redis.
-DEFAULT_REDIS_URL = "redis://localhost:6379/0"
+#: Where the demo writes the SHEETSYNC_* variables that point `sheetsync` at its data.
+ENV_FILE = "env"
 
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -108,12 +118,14 @@ def run_demo(keep: bool = False) -> int:
         with _sigterm_as_interrupt():
             _run(console, cleanup, workdir, keep)
     except DemoError as failure:
-        _error_line(f"{failure} (worker log: {_shown(workdir / 'worker.log')})")
+        _error_line(f"{failure} (worker log: {shown(workdir / 'worker.log')})")
         return EXIT_ERROR
     except RedisNotInstalledError as failure:
-        _error_line(f"{failure}: {REDIS_INSTALL_HINT}")
+        _error_line(
+            f"the demo starts a redis-server of its own, but {failure}: {REDIS_INSTALL_HINT}"
+        )
         return EXIT_ERROR
-    except (LocalStackError, redis.RedisError) as failure:
+    except (SheetSyncError, redis.RedisError) as failure:
         _error_line(str(failure))
         return EXIT_ERROR
     except KeyboardInterrupt:
@@ -128,55 +140,90 @@ def run_demo(keep: bool = False) -> int:
 def _run(console: Console, cleanup: ExitStack, workdir: Path, keep: bool) -> None:
     started = time.monotonic()
     console.print("[bold]sheetsync demo[/]: the real pipeline on embedded defaults\n")
-    local_redis = ensure_redis(os.environ.get("SHEETSYNC_REDIS_URL") or DEFAULT_REDIS_URL)
-    cleanup.callback(local_redis.stop)
-    where = "a redis-server child" if local_redis.started_here else "already running"
-    console.print(f"redis     {_masked(local_redis.url)} ({where})")
+    # First, so that its snapshot precedes every write and its tidying follows the worker.
+    demo_redis, demo_keys = open_demo_redis(
+        os.environ.get("SHEETSYNC_REDIS_URL"), os.environ.get("SHEETSYNC_BROKER_URL"), cleanup
+    )
+    for label, text in demo_redis.describe():
+        console.print(f"{label:<9} {text}", markup=False)
 
     database_url = _fresh_database(workdir)
-    console.print(f"database  {_shown(workdir / 'sheetsync.db')} (SQLite, new)")
+    database_path = workdir / "sheetsync.db"
+    console.print(f"database  {shown(database_path)} (SQLite, new)")
 
     emulator = EmulatorServer().start()
     cleanup.callback(emulator.stop)
     admin = EmulatorAdmin(emulator.url)
     console.print(f"sheets    emulator at {emulator.url}, with Google's quotas")
 
-    env = _demo_environment(database_url, local_redis, emulator)
+    env = _demo_environment(database_url, demo_redis, emulator)
+    env_file = workdir / ENV_FILE
+    database_only = {DATABASE_VARIABLE: database_url}
+    write_env_file(env_file, env if keep else database_only)
+    if keep:  # the rest of the stack is gone once the demo ends
+        cleanup.callback(write_env_file, env_file, database_only)
     cleanup.enter_context(_environment(env))
-    sheets: list[DemoSheet] = []
-    if not local_redis.started_here:  # after the worker stopped: it could still write
-        cleanup.callback(_forget_demo_keys, local_redis.url, sheets)
+    demo_keys.worker_prefix = f"demo-{os.getpid()}@"
     worker = start_celery_worker(
         env=env,
         queues=QUEUES,
         concurrency=DEMO_WORKER_CONCURRENCY,
         log_path=workdir / "worker.log",
-        name=f"demo-{os.getpid()}@%h",
+        name=f"{demo_keys.worker_prefix}%h",
     )
     cleanup.callback(worker.stop)
-    console.print(f"worker    celery, pid {worker.process.pid}, log {_shown(worker.log_path)}")
+    console.print(f"worker    celery, pid {worker.process.pid}, log {shown(worker.log_path)}")
 
     pipeline = get_pipeline()
-    seeded, answer_ids = seed_demo(pipeline, admin)
-    sheets.extend(seeded)
+    seeded = seed_demo(pipeline, admin)
+    demo_keys.google_accounts.extend(account.account_id for account in seeded.accounts.values())
+    demo_keys.buffers.extend(
+        BufferKey(sheet.form.owner.user_id, sheet.submission_id, sheet.spreadsheet_id, sheet.gid)
+        for sheet in seeded.sheets
+    )
     console.print(
         f"seeded    {len(DEMO_FORMS)} forms of {len(demo_owners())} owners, "
-        f"{len(answer_ids):,} answers, {len(sheets)} linked sheets"
+        f"{len(seeded.answer_ids):,} answers, {len(seeded.sheets)} linked sheets"
     )
+    revoked = revoke_access(admin, seeded)
+    for owner in revoked:
+        console.print(
+            f"revoked   {owner.user_id} withdrew sheetsync's access to their Google account "
+            "(in the emulator): their answers will meet invalid_grant and go to a dead letter",
+            markup=False,
+        )
     if not worker.wait_ready(WORKER_START_TIMEOUT_S):
         if not worker.alive:
             raise DemoError(f"the Celery worker exited with {worker.process.returncode} at start")
         raise DemoError(f"the Celery worker did not start within {WORKER_START_TIMEOUT_S:.0f} s")
 
-    _emit_and_drain(console, pipeline, worker, answer_ids)
-    _summarize(console, admin, emulator.url, sheets, time.monotonic() - started)
+    _emit_and_drain(console, pipeline, worker, seeded)
+    problems = report_sheets(console, admin, emulator.url, seeded)
+    dead_letters, parking_problems = report_dead_letters(console, pipeline.sessions, seeded)
+    report_requests(console, admin)
+    console.print(f"\nelapsed {time.monotonic() - started:.1f} s")
+    problems += parking_problems
+    if problems:
+        more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
+        raise DemoError(problems[0] + more)
+    if keep:
+        for owner in restore_access(admin, seeded):
+            console.print(
+                f"\n{owner.user_id} has authorised Google again: the emulator accepts their "
+                "token once more, and sheetsync will use it after `credentials reconnect`.",
+                markup=False,
+            )
+    print_next_steps(
+        console,
+        keep=keep,
+        env_file=env_file,
+        database_path=database_path,
+        dead_letters=dead_letters,
+        revoked=revoked,
+    )
     if not keep:
-        console.print(
-            "\nThe emulator and the worker stop with the demo, so these URLs stop answering: "
-            "run `sheetsync demo --keep` to keep everything up until Ctrl-C."
-        )
         return
-    console.print("\nEverything keeps running: open the URLs above. Press Ctrl-C to stop.")
+    console.print("Press Ctrl-C to stop.")
     while worker.alive:
         time.sleep(0.5)
     raise DemoError(f"the Celery worker exited with {worker.process.returncode}")
@@ -193,15 +240,14 @@ def _fresh_database(workdir: Path) -> str:
 
 
 def _demo_environment(
-    database_url: str, local_redis: LocalRedis, emulator: EmulatorServer
+    database_url: str, demo_redis: DemoRedis, emulator: EmulatorServer
 ) -> dict[str, str]:
     """SHEETSYNC_* for this process and the worker: the demo's stores, a new PII key,
     the emulator as Google, and a short debounce."""
-    broker_url = None if local_redis.started_here else os.environ.get("SHEETSYNC_BROKER_URL")
     return {
         "SHEETSYNC_DATABASE_URL": database_url,
-        "SHEETSYNC_REDIS_URL": local_redis.url,
-        "SHEETSYNC_BROKER_URL": broker_url or local_redis.url,
+        "SHEETSYNC_REDIS_URL": demo_redis.url,
+        "SHEETSYNC_BROKER_URL": demo_redis.broker_url,
         "SHEETSYNC_PII_KEYS": generate_key(),
         "SHEETSYNC_GOOGLE_API_ENDPOINT": emulator.url,
         "SHEETSYNC_GOOGLE_TOKEN_URI": emulator.token_uri,
@@ -235,26 +281,27 @@ def _forget_cached_settings() -> None:
     reset_pipeline()
 
 
-def _completed_rows(pipeline: Pipeline) -> int:
+def _ledger_counts(pipeline: Pipeline) -> dict[TransactionType, int]:
+    """(answer, sheet) pairs per ledger state."""
     with pipeline.sessions() as session:
-        count = session.scalar(
-            select(func.count())
-            .select_from(SheetTransaction)
-            .where(SheetTransaction.type == TransactionType.COMPLETED)
+        rows = session.execute(
+            select(SheetTransaction.type, func.count()).group_by(SheetTransaction.type)
         )
-    return int(count or 0)
+        return {TransactionType(state): int(count) for state, count in rows}
 
 
 def _emit_and_drain(
-    console: Console, pipeline: Pipeline, worker: WorkerProcess, answer_ids: list[str]
+    console: Console, pipeline: Pipeline, worker: WorkerProcess, seeded: DemoSeed
 ) -> None:
-    """Emit every answer as a web app does, then wait until every row is COMPLETED."""
+    """Emit every answer as a web app does, then wait until every answer of a valid
+    owner is COMPLETED and every answer of a revoked one DEAD_LETTERED."""
     from sheetsync import emit_answer_submitted
     from sheetsync.celery.application import reconfigure
 
     # The Celery app may have been imported before the demo set its environment.
     reconfigure()
-    total = expected_rows()
+    answer_ids = seeded.answer_ids
+    rows, parked = expected_rows(), expected_dead_lettered()
     console.print(
         f"emitting  {len(answer_ids):,} answers with emit_answer_submitted, "
         f"{EMIT_TRANSACTION_SIZE} per web-app transaction, while the worker flushes"
@@ -267,7 +314,18 @@ def _emit_and_drain(
     )
     with Progress(*columns, console=console) as progress:
         emitting = progress.add_task("answers emitted", total=len(answer_ids))
-        landing = progress.add_task("rows in sheets", total=total)
+        landing = progress.add_task("rows in sheets", total=rows)
+        parking = progress.add_task("dead-lettered", total=parked)
+
+        def settled() -> bool:
+            counts = _ledger_counts(pipeline)
+            progress.update(landing, completed=counts.get(TransactionType.COMPLETED, 0))
+            progress.update(parking, completed=counts.get(TransactionType.DEAD_LETTERED, 0))
+            return (
+                counts.get(TransactionType.COMPLETED, 0) >= rows
+                and counts.get(TransactionType.DEAD_LETTERED, 0) >= parked
+            )
+
         for start in range(0, len(answer_ids), EMIT_TRANSACTION_SIZE):
             chunk = answer_ids[start : start + EMIT_TRANSACTION_SIZE]
             # The outbox path: ENQUEUED rows in the caller's transaction, pushes after commit.
@@ -275,79 +333,23 @@ def _emit_and_drain(
                 for answer_id in chunk:
                     emit_answer_submitted(answer_id, session=session, pipeline=pipeline)
             progress.update(emitting, completed=start + len(chunk))
-            progress.update(landing, completed=_completed_rows(pipeline))
-
-        def landed() -> bool:
-            done = _completed_rows(pipeline)
-            progress.update(landing, completed=done)
-            return done >= total or not worker.alive
-
-        wait_until(landed, DRAIN_TIMEOUT_S, interval_s=0.2)
+            settled()
+        wait_until(lambda: settled() or not worker.alive, DRAIN_TIMEOUT_S, interval_s=0.2)
     if not worker.alive:
         raise DemoError(f"the Celery worker exited with {worker.process.returncode}")
-    done = _completed_rows(pipeline)
-    if done < total:
+    counts = _ledger_counts(pipeline)
+    done = counts.get(TransactionType.COMPLETED, 0)
+    if done < rows:
         raise DemoError(
-            f"only {done:,} of {total:,} rows landed within {DRAIN_TIMEOUT_S:.0f} s "
+            f"only {done:,} of {rows:,} rows landed within {DRAIN_TIMEOUT_S:.0f} s "
             "after the last answer"
         )
-
-
-def _summarize(
-    console: Console,
-    admin: EmulatorAdmin,
-    emulator_url: str,
-    sheets: list[DemoSheet],
-    elapsed_s: float,
-) -> None:
-    """Rows per sheet (read back from the emulator), the Sheets requests, the time."""
-    console.print("\nSheets, read back from the emulator:")
-    in_sheets = 0
-    for number, sheet in enumerate(sheets, start=1):
-        values = admin.sheet_values(sheet.spreadsheet_id, sheet.gid)
-        ids = [row[0] for row in values[1:] if row]
-        in_sheets += len(ids)
-        duplicates = len(ids) - len(set(ids))
-        console.print(
-            f"  sheet {number}  {sheet.title} / {SHEET_TITLE}  "
-            f"(form “{sheet.form.title}”, {sheet.form.owner.plan.value} owner)  "
-            f"{len(ids)} rows" + (f", {duplicates} DUPLICATES" if duplicates else ""),
-            markup=False,
+    dead_lettered = counts.get(TransactionType.DEAD_LETTERED, 0)
+    if dead_lettered < parked:
+        raise DemoError(
+            f"only {dead_lettered} of the revoked owner's {parked} answers reached a dead "
+            f"letter within {DRAIN_TIMEOUT_S:.0f} s after the last answer"
         )
-        view = f"{emulator_url}/_emulator/spreadsheets/{sheet.spreadsheet_id}/sheets/{sheet.gid}"
-        console.print(f"           {view}", markup=False)
-    console.print(f"  total    {in_sheets} rows (expected {expected_rows()})")
-
-    stats = admin.stats()
-    requests = stats["requests"]
-    kinds = ", ".join(f"{kind} {n}" for kind, n in requests["by_kind"].items())
-    busiest = max(
-        (account["max_in_window"]["all"] for account in stats["by_account"].values()), default=0
-    )
-    console.print(f"\nSheets API requests: {requests['total']} ({kinds})")
-    console.print(
-        f"  429 responses: {stats['rate_limited']['total']}; busiest {stats['window_s']:.0f} s "
-        f"of one account: {busiest} requests (quota: 60)"
-    )
-    console.print(f"\nelapsed {elapsed_s:.1f} s")
-
-
-def _forget_demo_keys(redis_url: str, sheets: list[DemoSheet]) -> None:
-    """On a Redis the demo did not start, remove what it left: its buffers (empty unless
-    the demo failed), sheet caches and rate windows. Best effort."""
-    keys = {rate_account_key(sheet.google_account) for sheet in sheets}
-    buffers = [
-        BufferKey(sheet.form.owner.user_id, sheet.submission_id, sheet.spreadsheet_id, sheet.gid)
-        for sheet in sheets
-    ]
-    for buffer in buffers:
-        keys.update((buffer.buf, buffer.job, buffer.sheet, buffer.inflight))
-    client = redis.Redis.from_url(redis_url)
-    with suppress(redis.RedisError), client:
-        if keys:
-            client.delete(*keys)
-        if buffers:
-            client.zrem(BUFFER_INDEX, *(buffer.base for buffer in buffers))
 
 
 @contextmanager
@@ -386,15 +388,3 @@ def _signals_held() -> Iterator[None]:
 def _error_line(message: str) -> None:
     sys.stderr.write(f"error: {' '.join(message.split())}\n")
     sys.stderr.flush()
-
-
-def _shown(path: Path) -> str:
-    try:
-        return str(path.relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
-
-
-def _masked(url: str) -> str:
-    password = urlsplit(url).password
-    return url.replace(f":{password}@", ":***@") if password else url

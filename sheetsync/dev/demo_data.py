@@ -1,9 +1,13 @@
-"""The demo's dataset: 2,000 answers to 3 forms of 3 owners on 3 plans, linked to 4 sheets.
+"""The demo's dataset: 2,050 answers to 4 forms of 4 owners on 3 plans, linked to 5 sheets.
 
 Seeded with :mod:`sheetsync.dev.seed`: several steps, PERSONAL_INFO (stored encrypted) and
 JUMBOTRON (display-only) questions, Korean text and multi-choice answers. Each owner's
 Google account is registered in the emulator with a fresh refresh token, which is stored
 encrypted in their GoogleCredential, and owns the spreadsheets of their forms.
+
+One owner has revoked sheetsync's access to their Google account (:attr:`DemoOwner.revoked`):
+the demo revokes it in the emulator, so the first flush of their answers meets Google's
+``invalid_grant`` and the answers end in a dead letter.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from sheetsync.pipeline import Pipeline
 class DemoOwner:
     user_id: str
     plan: Plan
+    #: Whether the owner revokes sheetsync's access to their Google account in the demo.
+    revoked: bool = False
 
 
 @dataclass(frozen=True)
@@ -56,8 +62,10 @@ SHEET_TITLE = "설문지 응답 시트1"
 _CONFERENCE_OWNER = DemoOwner("demo_owner_1", Plan.PRO)
 _CLUB_OWNER = DemoOwner("demo_owner_2", Plan.FREE)
 _SURVEY_OWNER = DemoOwner("demo_owner_3", Plan.ENTERPRISE)
+_REVOKED_OWNER = DemoOwner("demo_owner_4", Plan.FREE, revoked=True)
 
-#: The dataset. The conference form is linked to two spreadsheets.
+#: The dataset. The conference form is linked to two spreadsheets; the last form's owner
+#: revokes Google access, so its answers end in a dead letter.
 DEMO_FORMS = (
     DemoForm(
         answer_prefix="conf",
@@ -92,6 +100,17 @@ DEMO_FORMS = (
         pii=2,
         jumbotrons=1,
     ),
+    DemoForm(
+        answer_prefix="trip",
+        title="동아리 MT 참가 조사",
+        owner=_REVOKED_OWNER,
+        answers=50,
+        spreadsheets=("MT 참가자",),
+        steps=1,
+        questions_per_step=4,
+        pii=1,
+        jumbotrons=0,
+    ),
 )
 
 
@@ -105,31 +124,60 @@ def expected_answers() -> int:
 
 
 def expected_rows() -> int:
-    """Rows the sheets hold at the end: every answer once per sheet its form is linked to."""
-    return sum(form.answers * len(form.spreadsheets) for form in DEMO_FORMS)
+    """Rows the sheets hold at the end: every answer of an owner who did not revoke
+    Google access, once per sheet its form is linked to."""
+    return sum(
+        form.answers * len(form.spreadsheets) for form in DEMO_FORMS if not form.owner.revoked
+    )
 
 
-def seed_demo(pipeline: Pipeline, admin: EmulatorAdmin) -> tuple[list[DemoSheet], list[str]]:
-    """Seed the database and the emulator; returns the sheets and every answer id,
-    interleaved across forms as submissions would arrive.
+def expected_dead_lettered() -> int:
+    """(answer, sheet) pairs that end in a PENDING dead letter: those of revoked owners."""
+    return sum(form.answers * len(form.spreadsheets) for form in DEMO_FORMS if form.owner.revoked)
+
+
+@dataclass(frozen=True)
+class DemoAccount:
+    """An owner's Google account in the emulator, and the refresh token it accepts."""
+
+    account_id: str
+    refresh_token: str
+
+
+@dataclass(frozen=True)
+class DemoSeed:
+    """What :func:`seed_demo` made."""
+
+    sheets: list[DemoSheet]
+    #: Every answer id, interleaved across forms as submissions would arrive.
+    answer_ids: list[str]
+    ids_by_form: dict[DemoForm, list[str]]
+    accounts: dict[DemoOwner, DemoAccount]
+
+
+def seed_demo(pipeline: Pipeline, admin: EmulatorAdmin) -> DemoSeed:
+    """Seed the database and the emulator (every account valid, revoked ones included:
+    :func:`revoke_access` revokes them).
 
     Google account ids are new for every run, so a shared Redis never mixes the rate
     windows of two runs.
     """
     run = secrets.token_hex(3)
-    accounts = {owner: f"google-{owner.user_id}-{run}" for owner in demo_owners()}
+    accounts = {
+        owner: DemoAccount(f"google-{owner.user_id}-{run}", secrets.token_urlsafe(24))
+        for owner in demo_owners()
+    }
     sheets: list[DemoSheet] = []
-    per_form: list[list[str]] = []
+    ids_by_form: dict[DemoForm, list[str]] = {}
     with pipeline.sessions.begin() as session:
         for owner, account in accounts.items():
-            refresh_token = secrets.token_urlsafe(24)
-            admin.add_account(account, refresh_token)
+            admin.add_account(account.account_id, account.refresh_token)
             seed.seed_user(
                 session,
                 owner.user_id,
                 plan=owner.plan,
-                refresh_token=refresh_token,
-                google_account_id=account,
+                refresh_token=account.refresh_token,
+                google_account_id=account.account_id,
             )
         for number, form in enumerate(DEMO_FORMS):
             seeded = seed.seed_form(
@@ -142,20 +190,37 @@ def seed_demo(pipeline: Pipeline, admin: EmulatorAdmin) -> tuple[list[DemoSheet]
                 pii=form.pii,
                 jumbotrons=form.jumbotrons,
             )
-            account = accounts[form.owner]
+            account_id = accounts[form.owner].account_id
             for title in form.spreadsheets:
-                spreadsheet_id, gids = admin.create_spreadsheet(account, title, [SHEET_TITLE])
+                spreadsheet_id, gids = admin.create_spreadsheet(account_id, title, [SHEET_TITLE])
                 gid = gids[SHEET_TITLE]
                 seed.link_sheet(session, seeded, spreadsheet_id, gid)
                 sheets.append(
-                    DemoSheet(form, seeded.submission_id, account, title, spreadsheet_id, gid)
+                    DemoSheet(form, seeded.submission_id, account_id, title, spreadsheet_id, gid)
                 )
-            per_form.append(
-                seed.seed_answers(
-                    session, seeded, form.answers, prefix=form.answer_prefix, seed=number
-                )
+            ids_by_form[form] = seed.seed_answers(
+                session, seeded, form.answers, prefix=form.answer_prefix, seed=number
             )
-    return sheets, interleaved(per_form)
+    return DemoSeed(sheets, interleaved(list(ids_by_form.values())), ids_by_form, accounts)
+
+
+def revoke_access(admin: EmulatorAdmin, seeded: DemoSeed) -> list[DemoOwner]:
+    """The revoked owners withdraw sheetsync's access: their refresh tokens now get
+    ``invalid_grant`` from the emulator. Returns them."""
+    revoked = [owner for owner in seeded.accounts if owner.revoked]
+    for owner in revoked:
+        admin.revoke(seeded.accounts[owner].account_id)
+    return revoked
+
+
+def restore_access(admin: EmulatorAdmin, seeded: DemoSeed) -> list[DemoOwner]:
+    """The revoked owners authorise Google again (the emulator accepts their refresh
+    tokens once more); sheetsync still needs ``credentials reconnect``. Returns them."""
+    revoked = [owner for owner in seeded.accounts if owner.revoked]
+    for owner in revoked:
+        account = seeded.accounts[owner]
+        admin.add_account(account.account_id, account.refresh_token)
+    return revoked
 
 
 def interleaved(per_form: list[list[str]]) -> list[str]:

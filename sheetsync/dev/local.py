@@ -1,5 +1,5 @@
-"""Run a local stack: free ports, Redis (the one already answering, or a redis-server
-child), Celery worker process groups, and polling until something is true.
+"""Run a local stack: free ports, Redis (a redis-server child, or for the benchmarks the
+one already answering), Celery worker process groups, and polling until something is true.
 
 Used by ``sheetsync demo`` and the benchmarks. Every child runs in its own session
 (process group): Ctrl-C in the terminal reaches only the parent, which then stops the
@@ -49,7 +49,7 @@ class LocalStackError(SheetSyncError):
 
 
 class RedisNotInstalledError(LocalStackError):
-    """No Redis answers and ``redis-server`` is not on PATH."""
+    """A redis-server child is needed and ``redis-server`` is not on PATH."""
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -97,8 +97,13 @@ def stop_process_group(process: subprocess.Popen[bytes], timeout_s: float) -> No
 
 
 def redis_answers(url: str, timeout_s: float = 1.0) -> bool:
-    """Whether a Redis answers PING at ``url``."""
-    client = redis.Redis.from_url(url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s)
+    """Whether a Redis answers PING at ``url`` (False for a URL that is not Redis's)."""
+    try:
+        client = redis.Redis.from_url(
+            url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s
+        )
+    except ValueError:
+        return False
     try:
         return bool(client.ping())
     except (redis.RedisError, OSError):
@@ -138,7 +143,7 @@ def start_redis_server(
     """
     path = shutil.which(executable)
     if path is None:
-        raise RedisNotInstalledError(f"no Redis is running and {executable} is not on PATH")
+        raise RedisNotInstalledError(f"{executable} is not on PATH")
     port = port or free_port(host)
     command = [path, "--bind", host, "--port", str(port), "--save", "", "--appendonly", "no"]
     process = subprocess.Popen(
