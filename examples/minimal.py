@@ -1,0 +1,155 @@
+"""The web app's side of a sheetsync integration, top to bottom.
+
+It migrates the database, creates a form owner with their Google credential, a form and
+its link to a sheet, then stores one answer and emits it in the same transaction, and
+waits until a worker has written the row. Run the emulator and a worker first, all three
+with the same SHEETSYNC_* environment (README.md, "A minimal integration to run"):
+
+    sheetsync emulator                       # terminal 1
+    celery -A sheetsync.celery worker        # terminal 2
+    python examples/minimal.py               # terminal 3
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import uuid
+from datetime import UTC, datetime
+from itertools import zip_longest
+
+from sheetsync import crypto, db, emit_answer_submitted
+from sheetsync.dev.emulator import EmulatorAdmin
+from sheetsync.errors import SheetSyncError
+from sheetsync.models import (
+    GoogleCredential,
+    Plan,
+    Question,
+    QuestionType,
+    SpreadSheet,
+    Step,
+    Submission,
+    SubmissionAnswer,
+    User,
+)
+
+#: Covers the debounce (SHEETSYNC_FLUSH_DELAY_S, 10 s by default) and a worker's start.
+TIMEOUT_S = 60.0
+SHEETS_SCOPE = "https://www.googleapis.com/auth/spreadsheets"
+
+
+def new_id(kind: str) -> str:
+    """A fresh id (sheetsync takes ``[A-Za-z0-9_-]{1,128}``), so the example can run again."""
+    return f"{kind}_{uuid.uuid4().hex[:12]}"
+
+
+def main() -> int:
+    emulator_url = os.environ.get("SHEETSYNC_GOOGLE_API_ENDPOINT", "")
+    if not emulator_url or "googleapis.com" in emulator_url:
+        print("error: set SHEETSYNC_GOOGLE_API_ENDPOINT to the emulator's URL", file=sys.stderr)
+        return 1
+    db.upgrade()  # what `sheetsync db upgrade` does; nothing changes when already at head
+    sessions = db.get_sessionmaker()
+
+    # Development only, against the emulator: register the owner's Google account and
+    # create their spreadsheet. With real Google, the owner's OAuth consent gives you the
+    # refresh token and their Google account id, and the spreadsheet's URL its id and gid.
+    emulator = EmulatorAdmin(emulator_url)
+    google_account_id, refresh_token = new_id("google"), new_id("refresh")
+    emulator.add_account(google_account_id, refresh_token)
+    spreadsheet_id, gids = emulator.create_spreadsheet(google_account_id, "Sign-ups", ["Answers"])
+    gid = gids["Answers"]  # the tab's id, `#gid=` in the sheet's URL
+
+    # The form, its owner and the link: written once, when the owner links a sheet.
+    owner_id, form_id = new_id("user"), new_id("form")
+    name, phone, topics, note = (new_id("question") for _ in range(4))
+    with sessions.begin() as session:
+        session.add(User(id=owner_id, email="owner@example.com", plan=Plan.FREE))
+        session.add(
+            GoogleCredential(
+                user_id=owner_id,
+                google_account_id=google_account_id,
+                refresh_token=crypto.encrypt(refresh_token),  # never stored in the clear
+                scopes=SHEETS_SCOPE,
+            )
+        )
+        about_you = [
+            Question(
+                id=new_id("question"), position=0, title="Welcome!", type=QuestionType.JUMBOTRON
+            ),
+            Question(id=name, position=1, title="Name", type=QuestionType.SHORT_TEXT),
+            Question(id=phone, position=2, title="Phone", type=QuestionType.PERSONAL_INFO),
+        ]
+        more = [
+            Question(id=topics, position=0, title="Topics", type=QuestionType.MULTI_CHOICE),
+            Question(id=note, position=1, title="Anything else?", type=QuestionType.LONG_TEXT),
+        ]
+        session.add(
+            Submission(
+                id=form_id,
+                title="Meetup sign-up",
+                owner_id=owner_id,
+                steps=[
+                    Step(id=new_id("step"), position=0, title="About you", questions=about_you),
+                    Step(id=new_id("step"), position=1, title="More", questions=more),
+                ],
+            )
+        )
+        session.add(
+            SpreadSheet(
+                submission_id=form_id,
+                spread_sheet_id=spreadsheet_id,
+                sheet_id=gid,
+                create_user_id=owner_id,
+            )
+        )
+
+    # The request that stores an answer: the answer and its ENQUEUED ledger rows commit
+    # together, and the ids go to Redis only after the commit.
+    answer_id = new_id("answer")
+    with sessions.begin() as session:
+        session.add(
+            SubmissionAnswer(
+                id=answer_id,
+                submission_id=form_id,
+                user_name="Example Respondent",
+                submitted_at=datetime.now(UTC),  # aware; stored as UTC
+                answer=[
+                    {"questionId": name, "value": "Example Respondent"},
+                    {"questionId": phone, "value": crypto.encrypt("010-0000-0000")},
+                    {"questionId": topics, "value": ["Data", "Security"]},
+                    {"questionId": note, "value": None},
+                ],
+            )
+        )
+        emitted = emit_answer_submitted(answer_id, session=session)
+    if not emitted.enqueued:  # a broken link, or the owner's credential is not VALID
+        print(f"error: answer {answer_id} was not queued: {emitted.invalid}", file=sys.stderr)
+        return 1
+
+    deadline = time.monotonic() + TIMEOUT_S
+    while time.monotonic() < deadline:
+        values = emulator.sheet_values(spreadsheet_id, gid)
+        row = next((row for row in values[1:] if row and row[0] == answer_id), None)
+        if row is not None:
+            # This is the example's own made-up data; a real app never prints personal info.
+            print(f"answer {answer_id} is in spreadsheet {spreadsheet_id}, gid {gid}:")
+            for label, cell in zip_longest(values[0], row, fillvalue=""):  # blanks are trimmed
+                print(f"  {label}: {cell}")
+            return 0
+        time.sleep(0.2)
+    print(
+        f"error: answer {answer_id} did not reach the sheet within {TIMEOUT_S:.0f} s; is a "
+        "worker running (celery -A sheetsync.celery worker) with the same SHEETSYNC_* settings?",
+        file=sys.stderr,
+    )
+    return 1
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except SheetSyncError as error:  # a bad setting, or the emulator unreachable
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(1)
