@@ -66,6 +66,76 @@ class EmulatorAdmin:
         """Delete it: later API calls on it get 404."""
         self._call("DELETE", f"/spreadsheets/{quote(spreadsheet_id)}")
 
+    def batch_update(self, spreadsheet_id: str, requests: list[dict[str, Any]]) -> dict[str, Any]:
+        """Apply batchUpdate ``requests`` as the sheet's owner would in the UI, without a token,
+        quota or faults; returns the API's answer (``{"spreadsheetId", "replies"}``).
+
+        A request Google refuses raises :class:`EmulatorAdminError` with status 400 and
+        Google's message; then nothing of the batch is applied.
+        """
+        path = f"/spreadsheets/{quote(spreadsheet_id)}/batchUpdate"
+        result: dict[str, Any] = self._call("POST", path, {"requests": requests})
+        return result
+
+    def delete_rows(self, spreadsheet_id: str, gid: int, start_index: int, end_index: int) -> None:
+        """Delete rows ``start_index`` to ``end_index - 1`` (0-based: row 1 is index 0), as a
+        person does: the rows below move up and the grid shrinks."""
+        self._dimension("deleteDimension", spreadsheet_id, gid, "ROWS", start_index, end_index)
+
+    def insert_rows(self, spreadsheet_id: str, gid: int, start_index: int, end_index: int) -> None:
+        """Insert ``end_index - start_index`` blank rows before row index ``start_index``
+        (0-based); the rows from there move down."""
+        self._dimension("insertDimension", spreadsheet_id, gid, "ROWS", start_index, end_index)
+
+    def delete_columns(
+        self, spreadsheet_id: str, gid: int, start_index: int, end_index: int
+    ) -> None:
+        """Delete columns ``start_index`` to ``end_index - 1`` (0-based: A is 0)."""
+        self._dimension("deleteDimension", spreadsheet_id, gid, "COLUMNS", start_index, end_index)
+
+    def insert_columns(
+        self, spreadsheet_id: str, gid: int, start_index: int, end_index: int
+    ) -> None:
+        """Insert ``end_index - start_index`` blank columns before column ``start_index``."""
+        self._dimension("insertDimension", spreadsheet_id, gid, "COLUMNS", start_index, end_index)
+
+    def sort_rows(
+        self,
+        spreadsheet_id: str,
+        gid: int,
+        column_index: int,
+        descending: bool = False,
+        start_row: int = 1,
+    ) -> None:
+        """Sort the sheet's rows from row index ``start_row`` down (the default keeps row 1,
+        the header, in place) by column ``column_index`` (0-based), as a person sorts."""
+        sort_range = {
+            "range": {"sheetId": int(gid), "startRowIndex": start_row},
+            "sortSpecs": [
+                {
+                    "dimensionIndex": column_index,
+                    "sortOrder": "DESCENDING" if descending else "ASCENDING",
+                }
+            ],
+        }
+        self.batch_update(spreadsheet_id, [{"sortRange": sort_range}])
+
+    def update_values(
+        self,
+        spreadsheet_id: str,
+        a1_range: str,
+        values: list[list[Any]],
+        *,
+        value_input_option: str = "USER_ENTERED",
+    ) -> dict[str, Any]:
+        """Write ``values`` at ``a1_range`` as a person typing (``""`` clears a cell); returns
+        the answer of the API's values.update."""
+        body = {"range": a1_range, "values": values, "valueInputOption": value_input_option}
+        result: dict[str, Any] = self._call(
+            "PUT", f"/spreadsheets/{quote(spreadsheet_id)}/values", body
+        )
+        return result
+
     def sheet_values(self, spreadsheet_id: str, gid: int) -> list[list[str]]:
         """Every cell of the sheet as shown (formatted), trailing blanks trimmed."""
         path = f"/spreadsheets/{quote(spreadsheet_id)}/sheets/{int(gid)}"
@@ -95,16 +165,54 @@ class EmulatorAdmin:
         status: int | None = None,
         seconds: float | None = None,
         account: str | None = None,
+        match: str | None = None,
+        updated_range: str | None = None,
     ) -> None:
-        """Make the next ``count`` requests of ``kind`` fail (``error``), ``hang`` or ``drop``.
+        """Make the next ``count`` requests of ``kind`` fail (``error``), ``hang``, ``drop``,
+        be refused (``refuse``) or get a garbled answer (``garble``).
 
-        See :mod:`sheetsync.dev.emulator.faults` for kinds and actions.
+        ``match`` limits the fault to ``values.append`` / ``values.update`` requests with a
+        cell containing that text; ``updated_range`` is what ``garble`` answers as the
+        updated range. See :mod:`sheetsync.dev.emulator.faults` for kinds and actions.
         """
         spec: dict[str, Any] = {"kind": kind, "count": count, "action": action}
-        for name, value in (("status", status), ("seconds", seconds), ("account", account)):
-            if value is not None:
-                spec[name] = value
+        options = {
+            "status": status,
+            "seconds": seconds,
+            "account": account,
+            "match": match,
+            "range": updated_range,
+        }
+        spec.update({name: value for name, value in options.items() if value is not None})
         self._call("POST", "/faults", spec)
+
+    def refuse(
+        self,
+        match: str,
+        count: int = 1,
+        *,
+        kind: str = "values.append",
+        account: str | None = None,
+    ) -> None:
+        """Answer the next ``count`` requests of ``kind`` that have a cell containing
+        ``match`` with Google's 400 INVALID_ARGUMENT naming that cell; nothing is written.
+        Other requests pass and do not use it up."""
+        self.add_fault(kind, count, "refuse", match=match, account=account)
+
+    def garble(
+        self,
+        count: int = 1,
+        *,
+        updated_range: str | None = None,
+        kind: str = "values.append",
+        match: str | None = None,
+        account: str | None = None,
+    ) -> None:
+        """Serve the next ``count`` requests of ``kind`` (the rows are written) but answer
+        ``updatedRange`` as ``updated_range`` (default ``'Sheet1'``: no rows to parse)."""
+        self.add_fault(
+            kind, count, "garble", match=match, account=account, updated_range=updated_range
+        )
 
     def faults(self) -> list[dict[str, Any]]:
         """The faults not used up yet."""
@@ -145,6 +253,23 @@ class EmulatorAdmin:
     def reset(self) -> None:
         """Forget everything: spreadsheets, accounts, stats, faults; quotas as started."""
         self._call("POST", "/reset")
+
+    def _dimension(
+        self,
+        request_kind: str,
+        spreadsheet_id: str,
+        gid: int,
+        dimension: str,
+        start_index: int,
+        end_index: int,
+    ) -> None:
+        span = {
+            "sheetId": int(gid),
+            "dimension": dimension,
+            "startIndex": start_index,
+            "endIndex": end_index,
+        }
+        self.batch_update(spreadsheet_id, [{request_kind: {"range": span}}])
 
     def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         return json.loads(self._request(method, path, body))

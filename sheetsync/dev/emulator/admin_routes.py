@@ -1,7 +1,10 @@
 """The admin API under ``/_emulator/``: accounts, spreadsheets, stats, faults, quotas.
 
-Admin requests need no token and never count toward quotas or stats. Errors use the
-same ``{"error": {"code", "message", "status"}}`` body as the Sheets API.
+Admin requests need no token and never count toward quotas or stats, and faults do not
+apply to them. Errors use the same ``{"error": {"code", "message", "status"}}`` body as
+the Sheets API. ``POST spreadsheets/{id}/batchUpdate`` and ``PUT spreadsheets/{id}/values``
+change a sheet as a person in the Sheets UI would (the API's batchUpdate and
+values.update, with the same bodies, answers and 400s, but any owner).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 
 from sheetsync.dev.emulator.api_errors import ApiError
+from sheetsync.dev.emulator.batch import batch_update
 from sheetsync.dev.emulator.faults import parse_fault
 from sheetsync.dev.emulator.pages import index_page, sheet_page, spreadsheet_page
 from sheetsync.dev.emulator.responses import (
@@ -22,7 +26,7 @@ from sheetsync.dev.emulator.responses import (
 )
 from sheetsync.dev.emulator.sheets import Spreadsheet
 from sheetsync.dev.emulator.state import EmulatorState
-from sheetsync.dev.emulator.values import formatted_rows
+from sheetsync.dev.emulator.values import formatted_rows, update_values
 from sheetsync.errors import ConfigError
 
 PREFIX = "/_emulator"
@@ -131,6 +135,23 @@ async def delete_spreadsheet(request: web.Request) -> web.Response:
     return json_response({"spreadsheetId": spreadsheet.spreadsheet_id, "deleted": True})
 
 
+async def edit_spreadsheet(request: web.Request) -> web.Response:
+    """The body of the API's spreadsheets.batchUpdate; the same answer."""
+    spreadsheet = _spreadsheet(request)
+    body = json_body(await request.read())
+    return json_response(batch_update(spreadsheet, body, base_url(request)))
+
+
+async def write_values(request: web.Request) -> web.Response:
+    """``{"range", "values", "valueInputOption"}`` (default ``USER_ENTERED``, as typed);
+    the answer of the API's values.update."""
+    spreadsheet = _spreadsheet(request)
+    body = json_body(await request.read())
+    range_text = _required_text(body, "range")
+    input_option = body.get("valueInputOption", "USER_ENTERED")
+    return json_response(update_values(spreadsheet, range_text, body, input_option))
+
+
 async def sheet_view(request: web.Request) -> web.Response:
     spreadsheet = _spreadsheet(request)
     try:
@@ -221,6 +242,8 @@ def add_admin_routes(app: web.Application) -> None:
         web.post("/spreadsheets", create_spreadsheet),
         web.get("/spreadsheets/{spreadsheet_id}", get_spreadsheet),
         web.delete("/spreadsheets/{spreadsheet_id}", delete_spreadsheet),
+        web.post("/spreadsheets/{spreadsheet_id}/batchUpdate", edit_spreadsheet),
+        web.put("/spreadsheets/{spreadsheet_id}/values", write_values),
         web.get("/spreadsheets/{spreadsheet_id}/sheets/{sheet_id}", sheet_view),
         web.get("/stats", stats),
         web.post("/stats/reset", reset_stats),

@@ -1,21 +1,23 @@
 """The aiohttp application: the Sheets API, the OAuth token endpoint and the admin API.
 
 A Sheets API request goes through, in order: recognise the call, authenticate the
-bearer token (401), injected faults (error / hang / drop), the quota (429), then the
-handler. A ``drop`` fault lets the request be served (quota and data: a write is
-committed) and then closes the connection instead of answering.
+bearer token (401), injected faults (error / hang / drop), the quota (429), a ``refuse``
+fault (400), the handler, then a ``garble`` fault (the answer's ``updatedRange``). A
+``drop`` fault lets the request be served (quota and data: a write is committed) and then
+closes the connection instead of answering.
 """
 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from aiohttp import web
 
 from sheetsync.dev.emulator.admin_routes import add_admin_routes
 from sheetsync.dev.emulator.api import Call, CallContext, handle, recognise
 from sheetsync.dev.emulator.api_errors import ApiError
-from sheetsync.dev.emulator.faults import Fault
+from sheetsync.dev.emulator.faults import Fault, garble, refusal
 from sheetsync.dev.emulator.oauth import token
 from sheetsync.dev.emulator.quotas import Access, QuotaExceededError, quota_exceeded
 from sheetsync.dev.emulator.responses import (
@@ -50,7 +52,11 @@ async def sheets_api(request: web.Request) -> web.StreamResponse:
     # Read the whole body first: a client that times out during a hang closes the
     # connection, and the request it already sent must still be served after the hang.
     raw_body = await request.read()
-    fault = state.faults.take(call.endpoint, account)
+    try:
+        body: dict[str, Any] | None = json_body(raw_body)
+    except ApiError:
+        body = None  # answered with its 400 when served, after the faults and the quota
+    fault = state.faults.take(call.endpoint, account, body)
     if fault is not None:
         state.stats.record_fault(fault.action)
         if fault.action == "error":
@@ -64,21 +70,36 @@ async def sheets_api(request: web.Request) -> web.StreamResponse:
         response = error_response(state, error)
     else:
         state.stats.record_served(account, call.access, arrived)
-        response = _serve(request, state, call, account, raw_body)
+        response = _serve(request, state, call, account, body if body is not None else raw_body)
     if fault is not None and fault.action == "drop":
         return drop_connection(request)
     return response
 
 
 def _serve(
-    request: web.Request, state: EmulatorState, call: Call, account: str, raw_body: bytes
+    request: web.Request,
+    state: EmulatorState,
+    call: Call,
+    account: str,
+    body: dict[str, Any] | bytes,
 ) -> web.Response:
+    """Run the handler; ``body`` is the parsed JSON, or the raw bytes that did not parse."""
     try:
-        body = json_body(raw_body)
+        if isinstance(body, bytes):
+            body = json_body(body)  # raises its 400
+        refused = state.faults.take(call.endpoint, account, body, actions=("refuse",))
+        if refused is not None:
+            state.stats.record_fault(refused.action)
+            raise refusal(refused, body)
         context = CallContext(state, account, request.query, body, base_url(request))
-        return json_response(handle(call, context))
+        result = handle(call, context)
     except ApiError as error:
         return error_response(state, error)
+    garbled = state.faults.take(call.endpoint, account, body, actions=("garble",))
+    if garbled is not None:
+        state.stats.record_fault(garbled.action)
+        garble(garbled, call.endpoint, result)
+    return json_response(result)
 
 
 def _fault_error(state: EmulatorState, fault: Fault, access: Access) -> ApiError:

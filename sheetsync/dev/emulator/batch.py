@@ -1,4 +1,5 @@
-"""spreadsheets.batchUpdate: addSheet, deleteSheet and appendCells, all or nothing.
+"""spreadsheets.batchUpdate: addSheet, deleteSheet, appendCells, and the requests that
+move cells (deleteDimension, insertDimension, sortRange: :mod:`.grid_requests`).
 
 Each request is applied in order; if one fails, the ones before it are undone, so
 the spreadsheet is left as it was (Google applies a batch atomically too).
@@ -11,10 +12,15 @@ from typing import Any
 
 from sheetsync.dev.emulator.api_errors import ApiError
 from sheetsync.dev.emulator.cells import CellInput, CellInputError, parse_extended_value
+from sheetsync.dev.emulator.grid_requests import GRID_HANDLERS
+from sheetsync.dev.emulator.request_fields import (
+    Reply,
+    Undo,
+    optional_int,
+    required_int,
+    sheet_for,
+)
 from sheetsync.dev.emulator.sheets import Spreadsheet
-
-Undo = Callable[[], None]
-Reply = dict[str, Any]
 
 
 def batch_update(spreadsheet: Spreadsheet, body: dict[str, Any], base_url: str) -> dict[str, Any]:
@@ -65,10 +71,10 @@ def _add_sheet(spreadsheet: Spreadsheet, payload: dict[str, Any], undo_log: list
     grid = properties.get("gridProperties") or {}
     sheet = spreadsheet.add_sheet(
         title=properties.get("title"),
-        sheet_id=_optional_int(properties.get("sheetId"), "sheetId"),
-        index=_optional_int(properties.get("index"), "index"),
-        row_count=_optional_int(grid.get("rowCount"), "rowCount") or 1000,
-        column_count=_optional_int(grid.get("columnCount"), "columnCount") or 26,
+        sheet_id=optional_int(properties.get("sheetId"), "sheetId"),
+        index=optional_int(properties.get("index"), "index"),
+        row_count=optional_int(grid.get("rowCount"), "rowCount") or 1000,
+        column_count=optional_int(grid.get("columnCount"), "columnCount") or 26,
     )
     undo_log.append(lambda: spreadsheet.sheets.remove(sheet))
     index = spreadsheet.sheets.index(sheet)
@@ -76,7 +82,7 @@ def _add_sheet(spreadsheet: Spreadsheet, payload: dict[str, Any], undo_log: list
 
 
 def _delete_sheet(spreadsheet: Spreadsheet, payload: dict[str, Any], undo_log: list[Undo]) -> Reply:
-    sheet_id = _required_int(payload.get("sheetId"), "sheetId")
+    sheet_id = required_int(payload.get("sheetId"), "sheetId")
     found = spreadsheet.sheet_by_id(sheet_id)
     index = spreadsheet.sheets.index(found) if found is not None else 0
     sheet = spreadsheet.delete_sheet(sheet_id)
@@ -85,10 +91,7 @@ def _delete_sheet(spreadsheet: Spreadsheet, payload: dict[str, Any], undo_log: l
 
 
 def _append_cells(spreadsheet: Spreadsheet, payload: dict[str, Any], undo_log: list[Undo]) -> Reply:
-    sheet_id = _required_int(payload.get("sheetId"), "sheetId")
-    sheet = spreadsheet.sheet_by_id(sheet_id)
-    if sheet is None:
-        raise ApiError.invalid_argument(f"No grid with id: {sheet_id}")
+    sheet = sheet_for(spreadsheet, payload.get("sheetId"))
     rows = payload.get("rows") or []
     if not isinstance(rows, list):
         raise ApiError.invalid_argument("rows must be a list.")
@@ -124,23 +127,9 @@ def _append_cells(spreadsheet: Spreadsheet, payload: dict[str, Any], undo_log: l
     return {}
 
 
-def _optional_int(value: Any, name: str) -> int | None:
-    if value is None:
-        return None
-    return _required_int(value, name)
-
-
-def _required_int(value: Any, name: str) -> int:
-    if isinstance(value, bool):
-        raise ApiError.invalid_argument(f"Invalid value for {name}: {value!r}")
-    try:
-        return int(value)
-    except (TypeError, ValueError) as error:
-        raise ApiError.invalid_argument(f"Invalid value for {name}: {value!r}") from error
-
-
 _HANDLERS: dict[str, Callable[[Spreadsheet, dict[str, Any], list[Undo]], Reply]] = {
     "addSheet": _add_sheet,
     "deleteSheet": _delete_sheet,
     "appendCells": _append_cells,
+    **GRID_HANDLERS,
 }

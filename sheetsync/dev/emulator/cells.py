@@ -14,7 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-#: Google's limit on the characters in one cell.
+#: Google's limit on the characters in one cell, counted in UTF-16 code units as Sheets
+#: (JavaScript/Java strings) counts them: an emoji outside the BMP counts 2.
 MAX_CELL_CHARS = 50_000
 
 CELL_TOO_LONG_MESSAGE = (
@@ -71,13 +72,24 @@ def parse_input(value: Any, input_option: str) -> CellInput:
         return value
     if not isinstance(value, str):
         raise CellInputError(f"Invalid value at 'data.values': {type(value).__name__}")
-    if len(value) > MAX_CELL_CHARS:
-        raise CellInputError(CELL_TOO_LONG_MESSAGE)
+    check_cell_length(value)
     if value == "":
         return None
     if input_option == "RAW":
         return value
     return _parse_user_entered(value)
+
+
+def utf16_length(text: str) -> int:
+    """The length of ``text`` in UTF-16 code units (what Sheets counts)."""
+    return len(text.encode("utf-16-le")) // 2
+
+
+def check_cell_length(text: str) -> None:
+    """Refuse text over Google's per-cell limit (the whole request fails, as Google's)."""
+    # A text of n code points has at most 2n code units: short texts skip the encoding.
+    if 2 * len(text) > MAX_CELL_CHARS and utf16_length(text) > MAX_CELL_CHARS:
+        raise CellInputError(CELL_TOO_LONG_MESSAGE)
 
 
 def _parse_user_entered(text: str) -> CellValue:
@@ -112,8 +124,7 @@ def parse_extended_value(value: Any) -> CellValue | None:
     if kind == "boolValue" and isinstance(payload, bool):
         return payload
     if kind == "formulaValue" and isinstance(payload, str):
-        if len(payload) > MAX_CELL_CHARS:
-            raise CellInputError(CELL_TOO_LONG_MESSAGE)
+        check_cell_length(payload)
         return Formula(payload) if payload.startswith("=") else _raw(payload)
     raise CellInputError(f"Invalid userEnteredValue kind: {kind}")
 

@@ -91,8 +91,7 @@ class Sheet:
                     cells.extend([None] * (col + 1 - len(cells)))
                 cells[col] = value
             self.rows[row_index] = _trimmed(cells)
-        while self.rows and not self.rows[-1]:
-            self.rows.pop()
+        self._drop_trailing_empty_rows()
 
     def insert_rows(self, at: int, count: int) -> None:
         """Insert ``count`` empty rows before row ``at``, as Sheets' INSERT_ROWS does."""
@@ -100,19 +99,29 @@ class Sheet:
             self.rows[at:at] = [[] for _ in range(count)]
         self.row_count += count
 
-    def table_after(self, start_row: int, start_col: int, end_col: int | None) -> range | None:
-        """The rows of the table found from ``start_row`` within the columns, if any.
+    def insert_columns(self, at: int, count: int) -> None:
+        """Insert ``count`` empty columns before column ``at``; cells right of it move right."""
+        for index, cells in enumerate(self.rows):
+            if at < len(cells):
+                self.rows[index] = [*cells[:at], *([None] * count), *cells[at:]]
+        self.column_count += count
 
-        This is a simplification of Google's table detection that matches it for data
-        written from column A: the table spans the first to the last non-empty row.
-        """
-        first: int | None = None
-        last = -1
-        for index in range(start_row, len(self.rows)):
-            if any(cell is not None for cell in self.rows[index][start_col:end_col]):
-                first = index if first is None else first
-                last = index
-        return None if first is None else range(first, last + 1)
+    def delete_rows(self, start: int, end: int) -> None:
+        """Delete rows ``start`` to ``end - 1``: the rows below move up and the grid shrinks."""
+        del self.rows[start:end]
+        self.row_count -= end - start
+        self._drop_trailing_empty_rows()
+
+    def delete_columns(self, start: int, end: int) -> None:
+        """Delete columns ``start`` to ``end - 1``: cells right of them move left."""
+        for index, cells in enumerate(self.rows):
+            self.rows[index] = _trimmed([*cells[:start], *cells[end:]])
+        self.column_count -= end - start
+        self._drop_trailing_empty_rows()
+
+    def _drop_trailing_empty_rows(self) -> None:
+        while self.rows and not self.rows[-1]:
+            self.rows.pop()
 
 
 def _trimmed(cells: Row) -> Row:

@@ -15,6 +15,7 @@ from sheetsync.dev.emulator.cells import (
     render,
 )
 from sheetsync.dev.emulator.sheets import Sheet, Spreadsheet
+from sheetsync.dev.emulator.tables import find_table
 
 MAJOR_DIMENSIONS = ("ROWS", "COLUMNS")
 INSERT_DATA_OPTIONS = ("INSERT_ROWS", "OVERWRITE")
@@ -100,19 +101,20 @@ def append_values(
     insert_data_option: str = "OVERWRITE",
     include_values: bool = False,
 ) -> dict[str, Any]:
-    """values.append: write after the last row of the table found in the range."""
+    """values.append: write after the last row of the table found in the range
+    (:mod:`sheetsync.dev.emulator.tables`), from the table's first column."""
     _check_input_option(input_option)
     assert input_option is not None
     _check_choice("insertDataOption", insert_data_option, INSERT_DATA_OPTIONS)
     sheet, parsed = spreadsheet.resolve(range_text)
     values = _parse_values(body, input_option)
-    end_col = None if parsed.single_cell else parsed.end_col
-    table = sheet.table_after(parsed.start_row, parsed.start_col, end_col)
+    table = find_table(sheet, parsed)
     result: dict[str, Any] = {"spreadsheetId": spreadsheet.spreadsheet_id}
-    if table is not None:
-        result["tableRange"] = _table_range(sheet, table, parsed.start_col, end_col)
-    start_row = table.stop if table is not None else parsed.start_row
-    start_col = parsed.start_col
+    if table is None:
+        start_row, start_col = parsed.start_row, parsed.start_col
+    else:
+        result["tableRange"] = table.a1(sheet.title)
+        start_row, start_col = table.bottom, table.left
     height, width = len(values), max((len(row) for row in values), default=0)
     updates: dict[str, Any] = {"spreadsheetId": spreadsheet.spreadsheet_id}
     result["updates"] = updates
@@ -127,21 +129,6 @@ def append_values(
     if include_values:
         updates["updatedData"] = _updated_data(sheet, start_row, start_col, values)
     return result
-
-
-def _table_range(sheet: Sheet, table: range, start_col: int, end_col: int | None) -> str:
-    first_col: int | None = None
-    last_col = start_col
-    for index in table:
-        cells = sheet.rows[index]
-        stop = len(cells) if end_col is None else min(len(cells), end_col)
-        used = [col for col in range(start_col, stop) if cells[col] is not None]
-        if used:
-            first_col = used[0] if first_col is None else min(first_col, used[0])
-            last_col = max(last_col, used[-1])
-    if first_col is None:
-        first_col = start_col
-    return format_range(sheet.title, table.start, first_col, table.stop, last_col + 1)
 
 
 def _update_counts(

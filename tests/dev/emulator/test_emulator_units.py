@@ -13,10 +13,12 @@ from sheetsync.dev.emulator.a1 import (
     parse_a1,
     quote_sheet_title,
 )
-from sheetsync.dev.emulator.cells import KEEP, Formula, format_number, parse_input
+from sheetsync.dev.emulator.cells import KEEP, Formula, format_number, parse_input, utf16_length
 from sheetsync.dev.emulator.formulas import SheetView, evaluate
 from sheetsync.dev.emulator.quotas import QuotaLimits
+from sheetsync.dev.emulator.sheets import Sheet
 from sheetsync.dev.emulator.stats import max_in_window
+from sheetsync.dev.emulator.tables import Table, find_table
 from sheetsync.errors import ConfigError, SheetSyncError
 
 TITLES = ["Sheet1", "It's here", "My Sheet"]
@@ -139,3 +141,38 @@ def test_quota_limits_validate() -> None:
         QuotaLimits().updated({"reads": 5})
     with pytest.raises(SheetSyncError):
         QuotaLimits().updated({"read_per_project": 2.5})
+
+
+def _sheet_with(cells: dict[str, str]) -> Sheet:
+    sheet = Sheet(0, "Sheet1")
+    for ref, value in cells.items():
+        parsed = parse_a1(ref, ["Sheet1"])
+        sheet.write(parsed.start_row, parsed.start_col, [[value]])
+    return sheet
+
+
+@pytest.mark.parametrize(
+    ("cells", "range_", "table"),
+    [
+        ({}, "Sheet1!A1", None),
+        ({"A1": "h", "B1": "h", "A2": "x", "B3": "y"}, "Sheet1!A1", Table(0, 0, 3, 2)),
+        # A blank row ends a table: from A1 the first, from the whole sheet the last.
+        ({"A1": "h", "A2": "x", "A4": "y", "B5": "z"}, "Sheet1!A1", Table(0, 0, 2, 1)),
+        ({"A1": "h", "A2": "x", "A4": "y", "B5": "z"}, "Sheet1", Table(3, 0, 5, 2)),
+        ({"A1": "h", "A2": "x", "A4": "y", "B5": "z"}, "Sheet1!A:A", Table(3, 0, 5, 2)),
+        # A blank column ends one too (the recorded case: A1 and C1 with B1 blank).
+        ({"A1": "a", "C1": "c"}, "Sheet1", Table(0, 2, 1, 3)),
+        ({"A1": "a", "C1": "c"}, "Sheet1!A1", Table(0, 0, 1, 1)),
+        # No data in the range: the first data below it (a single cell: any column).
+        ({"B3": "b", "C4": "c"}, "Sheet1!A1", Table(2, 1, 4, 3)),
+        ({"C3": "c", "A6": "a"}, "Sheet1!A1:B2", Table(5, 0, 6, 1)),
+        ({"A1": "a", "B2": "b"}, "Sheet1!A1", Table(0, 0, 2, 2)),  # corners touch
+    ],
+)
+def test_find_table(cells: dict[str, str], range_: str, table: Table | None) -> None:
+    sheet = _sheet_with(cells)
+    assert find_table(sheet, parse_a1(range_, ["Sheet1"])) == table
+
+
+def test_utf16_length_counts_surrogate_pairs() -> None:
+    assert [utf16_length(text) for text in ("", "abc", "한글", "🎉", "👍🏽")] == [0, 3, 2, 2, 4]
