@@ -1,6 +1,8 @@
 # sheetsync: workers, beat, Flower, `sheetsync db upgrade` and the emulator, one image.
 # Runtime dependencies only (requirements-runtime.lock: the runtime + flower pins of
-# requirements.lock, from `make lock`), then the package itself with --no-deps.
+# requirements.lock, from `make lock`), each checked against its hashes, then the package
+# itself with --no-deps (a local directory has no hash to check). .dockerignore keeps
+# .git, .venv, local databases, .env files, caches and the tests out of the context.
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -11,9 +13,10 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 WORKDIR /app
 
 COPY requirements-runtime.lock ./
-RUN pip install --no-cache-dir -r requirements-runtime.lock
+RUN pip install --no-cache-dir --require-hashes -r requirements-runtime.lock
 
 # Only what the package and the `celery -A tasks` shim need; the files stay root-owned.
+# Compose starts Flower as `python -m sheetsync.celery.flower` (its /metrics behind auth).
 COPY pyproject.toml README.md LICENSE ./
 COPY sheetsync ./sheetsync
 COPY tasks ./tasks

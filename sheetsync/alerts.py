@@ -21,6 +21,13 @@ DEFAULT_REPEAT_AFTER_S = 3600
 log = logging.getLogger(__name__)
 
 
+def slack_text(text: str) -> str:
+    """``text`` with Slack's three control characters escaped, as Slack asks: names and
+    messages from outside can then never ping a channel (``<!channel>``) or make a
+    link."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def send_alert(text: str, *, settings: Settings | None = None) -> bool:
     """Post ``text`` to ``SHEETSYNC_ALERT_WEBHOOK_URL``. Returns whether it was delivered."""
     settings = settings or get_settings()
@@ -30,7 +37,7 @@ def send_alert(text: str, *, settings: Settings | None = None) -> bool:
     url = settings.alert_webhook_url.get_secret_value()
     request = urllib.request.Request(  # noqa: S310 (the operator configures the URL)
         url,
-        data=json.dumps({"text": f"[sheetsync] {text}"}).encode("utf-8"),
+        data=json.dumps({"text": f"[sheetsync] {slack_text(text)}"}).encode("utf-8"),
         headers={"Content-Type": "application/json"},
         method="POST",
     )

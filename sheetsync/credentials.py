@@ -24,3 +24,15 @@ def mark(
         .values(status=status, updated_at=now or utcnow())
     )
     return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def mark_invalid_if_unchanged(session: Session, user_id: str, version: datetime) -> bool:
+    """Mark the credential INVALID only if it is still the one a run read (its
+    ``updated_at``): a run that started before the owner reconnected must not undo the
+    reconnect. Returns whether it was marked."""
+    result = session.execute(
+        update(GoogleCredential)
+        .where(GoogleCredential.user_id == user_id, GoogleCredential.updated_at == version)
+        .values(status=CredentialStatus.INVALID, updated_at=utcnow())
+    )
+    return bool(result.rowcount)  # type: ignore[attr-defined]

@@ -1,4 +1,4 @@
-"""Personal info at rest: AES-256-GCM tokens with key rotation.
+"""Personal info at rest: AES-256-GCM tokens bound to where they belong, with key rotation.
 
 A flush decrypts thousands of values per batch, so the cipher is AES-GCM (about 1 µs
 per value here, against about 13 µs for Fernet). A token is the unpadded urlsafe
@@ -7,11 +7,19 @@ base64 of::
     version (1 byte) | key id (4 bytes) | nonce (12 bytes) | ciphertext + tag
 
 The key id is the first 4 bytes of the key's SHA-256, so decryption picks its key
-directly instead of trying each one. Version and key id are authenticated as associated
-data: changing any byte of a token makes it fail, never decrypt to something else.
+directly instead of trying each one. Every token is written as version 2: its
+associated data is the version and key id, then its purpose and context (a
+personal-info value: its answer id and question id; a refresh token: its user id).
+Changing any byte of a token, or copying it to another answer, question or user, or
+to the other purpose, makes it fail authentication, never decrypt.
+
+Version 1 tokens (associated data: version and key id alone) are still read, so data
+written before version 2 keeps flowing, but never written: ``sheetsync pii rotate``
+rewrites them as version 2, and ``sheetsync pii rotate --check`` counts those left.
 
 Keys come from ``SHEETSYNC_PII_KEYS``: the first encrypts, every one decrypts. To
-rotate, put a new key first, run :func:`rotate_pii`, then drop the old key.
+rotate, put a new key first, run :func:`sheetsync.rotation.rotate_pii`, then drop the old key once
+:func:`check_pii` finds no token left under it.
 
 Errors never include the value or the token.
 """
@@ -23,35 +31,24 @@ import binascii
 import functools
 import hashlib
 import os
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Sequence
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from sqlalchemy import select, update
-from sqlalchemy.orm import Session
 
-from sheetsync.errors import CryptoError
-from sheetsync.models import (
-    GoogleCredential,
-    Question,
-    QuestionType,
-    Step,
-    SubmissionAnswer,
-)
+from sheetsync.errors import CryptoError, MissingKeyError
 from sheetsync.settings import get_settings
 
-#: Format byte at the start of every token, so a future format can coexist.
-TOKEN_VERSION = 1
+#: The format every encryption writes: bound to a purpose and a context.
+TOKEN_VERSION = 2
+#: The format before contexts, read during the migration to version 2, never written.
+LEGACY_TOKEN_VERSION = 1
 #: Bytes of SHA-256(key) that name the key inside a token.
 KEY_ID_BYTES = 4
 #: AES-GCM's standard 96-bit nonce; random per value.
 NONCE_BYTES = 12
 #: AES-256.
 KEY_BYTES = 32
-#: Rows read and written per round trip by :func:`rotate_pii`.
-DEFAULT_ROTATION_BATCH_SIZE = 500
 
 _TAG_BYTES = 16
 _HEADER_BYTES = 1 + KEY_ID_BYTES
@@ -63,6 +60,11 @@ _FROM_URLSAFE = bytes.maketrans(b"-_", b"+/")
 _TO_URLSAFE = bytes.maketrans(b"+/", b"-_")
 _PADDING = (b"", b"===", b"==", b"=")
 _a2b_base64 = binascii.a2b_base64
+
+# The purposes start every context; neither is a prefix of the other, and each field
+# after them is length-prefixed, so no two (purpose, fields) share associated data.
+_ANSWER_VALUE = b"sheetsync:answer-value"
+_REFRESH_TOKEN = b"sheetsync:refresh-token"
 
 EMPTY_KEYS_MESSAGE = (
     "SHEETSYNC_PII_KEYS is empty: set at least one key (generate one with "
@@ -80,10 +82,66 @@ def key_id(key: bytes) -> bytes:
     return hashlib.sha256(key).digest()[:KEY_ID_BYTES]
 
 
+# -- contexts --------------------------------------------------------------------------
+
+
+#: 4-byte lengths of short fields, made once: ``int.to_bytes`` per row is measurable.
+_LENGTHS = tuple(size.to_bytes(4, "big") for size in range(256))
+
+
+def _field(value: str) -> bytes:
+    """``value`` as UTF-8 after its length: fields never run into each other."""
+    try:
+        data = value.encode()
+    except UnicodeEncodeError:  # a lone surrogate: still a context, never an error
+        data = value.encode("utf-8", "surrogatepass")
+    size = len(data)
+    return (_LENGTHS[size] if size < 256 else size.to_bytes(4, "big")) + data
+
+
+def answer_context(answer_id: str) -> bytes:
+    """The start of every context of answer ``answer_id``'s values: append
+    :func:`question_context` (the row builder computes this part once per answer)."""
+    # _field, inlined: the row builder calls this once per row.
+    try:
+        data = answer_id.encode()
+    except UnicodeEncodeError:
+        data = answer_id.encode("utf-8", "surrogatepass")
+    size = len(data)
+    return _ANSWER_VALUE + (_LENGTHS[size] if size < 256 else size.to_bytes(4, "big")) + data
+
+
+def question_context(question_id: str) -> bytes:
+    """The end of an answer value's context: the question it answers."""
+    return _field(question_id)
+
+
+def answer_value_context(answer_id: str, question_id: str) -> bytes:
+    """The context of a personal-info value: its purpose, answer and question."""
+    return _ANSWER_VALUE + _field(answer_id) + _field(question_id)
+
+
+def refresh_token_context(user_id: str) -> bytes:
+    """The context of a refresh token: its purpose and its owner."""
+    return _REFRESH_TOKEN + _field(user_id)
+
+
+def _what(context: bytes) -> tuple[str, str]:
+    """The kind of token a context is for, and where it belongs, for messages."""
+    if context.startswith(_ANSWER_VALUE):
+        return "personal-info token", "another answer or question"
+    if context.startswith(_REFRESH_TOKEN):
+        return "refresh token", "another user"
+    return "PII token", "another context"
+
+
+# -- the keyring -----------------------------------------------------------------------
+
+
 class Keyring:
     """Keys by id, with their ciphers built once. The first key encrypts."""
 
-    __slots__ = ("_ciphers", "_primary", "primary_key_id")
+    __slots__ = ("_ciphers", "_header", "_primary", "primary_key_id")
 
     def __init__(self, keys: Sequence[bytes] | None = None) -> None:
         if keys is None:
@@ -108,25 +166,37 @@ class Keyring:
         self._ciphers = ciphers
         self.primary_key_id = key_id(keys[0])
         self._primary = ciphers[self.primary_key_id]
+        self._header = _VERSION_BYTE + self.primary_key_id
 
-    def encrypt(self, plaintext: str) -> str:
-        header = _VERSION_BYTE + self.primary_key_id
+    def encrypt(self, plaintext: str, context: bytes) -> str:
+        """A version 2 token under the primary key, bound to ``context`` (one of the
+        ``*_context`` functions above)."""
         nonce = os.urandom(NONCE_BYTES)
-        sealed = self._primary.encrypt(nonce, plaintext.encode("utf-8"), header)
+        header = self._header
+        sealed = self._primary.encrypt(nonce, plaintext.encode("utf-8"), header + context)
         encoded = binascii.b2a_base64(header + nonce + sealed, newline=False)
         return encoded.translate(_TO_URLSAFE).rstrip(b"=").decode("ascii")
 
-    def decrypt(self, token: str) -> str:
+    def decrypt(self, token: str, context: bytes) -> str:
+        """The plaintext of ``token``, if it was made for ``context`` (or is version 1);
+        :class:`CryptoError` otherwise, :class:`MissingKeyError` for an unknown key."""
         # The hot path (thousands per flush) tries the happy case and only works out
-        # what went wrong when it fails. A wrong version byte or a cut token cannot
+        # what went wrong when it fails. A changed version byte or a cut token cannot
         # slip through: the header is authenticated, and a short tag fails.
         try:
             # _b64decode, inlined: a call less per value.
             raw = _a2b_base64(
                 token.encode("ascii").translate(_FROM_URLSAFE) + _PADDING[len(token) & 3]
             )
+            version = raw[0]
+            if version == TOKEN_VERSION:
+                associated = raw[:_HEADER_BYTES] + context
+            elif version == LEGACY_TOKEN_VERSION:
+                associated = raw[:_HEADER_BYTES]
+            else:
+                raise ValueError
             plaintext = self._ciphers[raw[1:_HEADER_BYTES]].decrypt(
-                raw[_HEADER_BYTES:_NONCE_END], raw[_NONCE_END:], raw[:_HEADER_BYTES]
+                raw[_HEADER_BYTES:_NONCE_END], raw[_NONCE_END:], associated
             )
             return plaintext.decode()
         except (
@@ -136,49 +206,60 @@ class Keyring:
             AttributeError,
             TypeError,
             KeyError,
+            IndexError,
             ValueError,
         ):
-            raise self._why_not(token) from None
+            raise self._why_not(token, context) from None
 
-    def _why_not(self, token: str) -> CryptoError:
+    def _why_not(self, token: str, context: bytes) -> CryptoError:
+        what, elsewhere = _what(context)
         try:
-            raw = _unpack(token)
+            raw = _unpack(token, what)
         except CryptoError as exc:
             return exc
         if raw[1:_HEADER_BYTES] not in self._ciphers:
-            return CryptoError(
+            return MissingKeyError(
                 f"PII token was encrypted with an unknown key (id {raw[1:_HEADER_BYTES].hex()}): "
                 "add that key to SHEETSYNC_PII_KEYS"
             )
-        return CryptoError("PII token failed authentication (tampered or corrupt)")
+        if raw[0] == LEGACY_TOKEN_VERSION:
+            return CryptoError(f"{what} failed authentication (tampered or corrupt)")
+        return CryptoError(
+            f"{what} failed authentication: made for {elsewhere}, or tampered or corrupt"
+        )
 
-    def token_key_id(self, token: str) -> bytes:
-        """The id of the key that encrypted ``token``."""
-        return _unpack(token)[1:_HEADER_BYTES]
+    def header(self, token: str) -> tuple[int, bytes]:
+        """``(version, key id)`` of ``token``, read without decrypting it."""
+        raw = _unpack(token, "PII token")
+        return raw[0], raw[1:_HEADER_BYTES]
 
-    def reencrypt(self, token: str) -> str:
-        """``token`` under the primary key: the same token when it already is."""
-        if self.token_key_id(token) == self.primary_key_id:
-            self.decrypt(token)  # still refuse a tampered token
-            return token
-        return self.encrypt(self.decrypt(token))
+    def is_current(self, token: str) -> bool:
+        """Whether ``token`` is version 2 under the primary key (not checked further)."""
+        return self.header(token) == (TOKEN_VERSION, self.primary_key_id)
+
+    def upgrade(self, token: str, context: bytes) -> str:
+        """``token`` as version 2 under the primary key, bound to ``context``: the same
+        token when it already is. Raises as :meth:`decrypt` does, so a tampered or
+        misplaced token is never rewritten into one that decrypts."""
+        plaintext = self.decrypt(token, context)
+        return token if self.is_current(token) else self.encrypt(plaintext, context)
 
 
 def _b64decode(token: str) -> bytes:
     return _a2b_base64(token.encode("ascii").translate(_FROM_URLSAFE) + _PADDING[len(token) & 3])
 
 
-def _unpack(token: str) -> bytes:
+def _unpack(token: str, what: str) -> bytes:
     try:
         raw = _b64decode(token)
     except (binascii.Error, UnicodeEncodeError):
-        raise CryptoError("PII token is not valid base64 (truncated or corrupt)") from None
+        raise CryptoError(f"{what} is not valid base64 (truncated or corrupt)") from None
     except (AttributeError, TypeError):
-        raise CryptoError(f"PII token must be a string, not {type(token).__name__}") from None
+        raise CryptoError(f"{what} must be a string, not {type(token).__name__}") from None
     if len(raw) < _MIN_TOKEN_BYTES:
-        raise CryptoError("PII token is too short (truncated or not a token)")
-    if raw[0] != TOKEN_VERSION:
-        raise CryptoError(f"PII token has unknown format version {raw[0]}")
+        raise CryptoError(f"{what} is too short (truncated or not a token)")
+    if raw[0] not in (TOKEN_VERSION, LEGACY_TOKEN_VERSION):
+        raise CryptoError(f"{what} has unknown format version {raw[0]}")
     return raw
 
 
@@ -203,151 +284,47 @@ def _keyring(keys: Sequence[bytes] | None) -> Keyring:
     return default_keyring() if keys is None else _keyring_for(tuple(keys))
 
 
-def encrypt(plaintext: str, *, keys: Sequence[bytes] | None = None) -> str:
-    """Encrypt under the first key (default: ``SHEETSYNC_PII_KEYS``)."""
-    return _keyring(keys).encrypt(plaintext)
+def _require_ids(**ids: str) -> None:
+    for name, value in ids.items():
+        if not isinstance(value, str) or not value:
+            raise CryptoError(f"{name} must be a non-empty string: the token is bound to it")
 
 
-def decrypt(token: str, *, keys: Sequence[bytes] | None = None) -> str:
-    """Decrypt with whichever key the token names; :class:`CryptoError` if it can't."""
-    return _keyring(keys).decrypt(token)
+# -- the web app's calls ---------------------------------------------------------------
 
 
-def reencrypt(token: str, *, keys: Sequence[bytes] | None = None) -> str:
-    """Move ``token`` under the first key; unchanged if it is already there."""
-    return _keyring(keys).reencrypt(token)
+def encrypt_answer_value(
+    plaintext: str, *, answer_id: str, question_id: str, keys: Sequence[bytes] | None = None
+) -> str:
+    """The token to store as a PERSONAL_INFO answer value (or as one item of a list).
 
-
-@dataclass(frozen=True, slots=True)
-class RotationResult:
-    """What :func:`rotate_pii` looked at and rewrote."""
-
-    answers_scanned: int
-    answers_updated: int
-    values_reencrypted: int
-    credentials_reencrypted: int
-
-
-def rotate_pii(
-    session: Session,
-    *,
-    keyring: Keyring | None = None,
-    batch_size: int = DEFAULT_ROTATION_BATCH_SIZE,
-    commit_each_batch: bool = False,
-) -> RotationResult:
-    """Re-encrypt every PERSONAL_INFO answer value and refresh token under the newest key.
-
-    Works in batches by primary key and rewrites only what changes. Safe to run again
-    (values already under the newest key are left alone), so with
-    ``commit_each_batch`` a large table is rotated in short transactions and an
-    interrupted run can simply be restarted. Otherwise the caller commits.
+    It decrypts only as the value of question ``question_id`` in answer ``answer_id``,
+    so choose the answer's id before encrypting. Keys: ``SHEETSYNC_PII_KEYS`` unless
+    given; the first one encrypts.
     """
-    keyring = keyring or default_keyring()
-    pii_by_form = _pii_questions_by_form(session)
-    scanned = updated = values = 0
-    for submission_id, question_ids in pii_by_form.items():
-        last_id = ""
-        while True:
-            rows = session.execute(
-                select(SubmissionAnswer.id, SubmissionAnswer.answer)
-                .where(SubmissionAnswer.submission_id == submission_id)
-                .where(SubmissionAnswer.id > last_id)
-                .order_by(SubmissionAnswer.id)
-                .limit(batch_size)
-            ).all()
-            if not rows:
-                break
-            last_id = rows[-1].id
-            scanned += len(rows)
-            changes = []
-            for answer_id, items in rows:
-                new_items, count = _rotate_items(keyring, answer_id, items, question_ids)
-                if count:
-                    changes.append({"id": answer_id, "answer": new_items})
-                    values += count
-            if changes:
-                session.execute(update(SubmissionAnswer), changes)
-                updated += len(changes)
-            _end_batch(session, commit_each_batch)
-    credentials = _rotate_credentials(session, keyring, batch_size, commit_each_batch)
-    return RotationResult(scanned, updated, values, credentials)
+    _require_ids(answer_id=answer_id, question_id=question_id)
+    return _keyring(keys).encrypt(plaintext, answer_value_context(answer_id, question_id))
 
 
-def _pii_questions_by_form(session: Session) -> dict[str, frozenset[str]]:
-    rows = session.execute(
-        select(Step.submission_id, Question.id)
-        .join(Step, Question.step_id == Step.id)
-        .where(Question.type == QuestionType.PERSONAL_INFO)
-    ).all()
-    by_form: dict[str, set[str]] = {}
-    for submission_id, question_id in rows:
-        by_form.setdefault(submission_id, set()).add(question_id)
-    return {form: frozenset(ids) for form, ids in sorted(by_form.items())}
+def decrypt_answer_value(
+    token: str, *, answer_id: str, question_id: str, keys: Sequence[bytes] | None = None
+) -> str:
+    """The value :func:`encrypt_answer_value` sealed for this answer and question;
+    :class:`CryptoError` for a token made for another one, tampered or corrupt."""
+    _require_ids(answer_id=answer_id, question_id=question_id)
+    return _keyring(keys).decrypt(token, answer_value_context(answer_id, question_id))
 
 
-def _rotate_items(
-    keyring: Keyring, answer_id: str, items: Iterable[Any], question_ids: frozenset[str]
-) -> tuple[list[Any], int]:
-    count = 0
-    new_items: list[Any] = []
-    for item in items:
-        question_id = item.get("questionId") if isinstance(item, dict) else None
-        value = item.get("value") if question_id in question_ids else None
-        if not value:
-            new_items.append(item)
-            continue
-        try:
-            if isinstance(value, list):
-                new_value: Any = [keyring.reencrypt(part) for part in value]
-            else:
-                new_value = keyring.reencrypt(value)
-        except CryptoError as exc:
-            raise CryptoError(
-                f"answer {answer_id}, question {question_id}: {exc.message}",
-                answer_id=answer_id,
-                question_id=question_id,
-            ) from None
-        if new_value == value:
-            new_items.append(item)
-        else:
-            count += 1
-            new_items.append({**item, "value": new_value})
-    return new_items, count
+def encrypt_refresh_token(
+    plaintext: str, *, user_id: str, keys: Sequence[bytes] | None = None
+) -> str:
+    """The token to store in ``google_credential.refresh_token`` of user ``user_id``."""
+    _require_ids(user_id=user_id)
+    return _keyring(keys).encrypt(plaintext, refresh_token_context(user_id))
 
 
-def _rotate_credentials(
-    session: Session, keyring: Keyring, batch_size: int, commit_each_batch: bool
-) -> int:
-    rotated = 0
-    last_id = ""
-    while True:
-        rows = session.execute(
-            select(GoogleCredential.user_id, GoogleCredential.refresh_token)
-            .where(GoogleCredential.user_id > last_id)
-            .order_by(GoogleCredential.user_id)
-            .limit(batch_size)
-        ).all()
-        if not rows:
-            return rotated
-        last_id = rows[-1].user_id
-        changes = []
-        for user_id, token in rows:
-            try:
-                new_token = keyring.reencrypt(token)
-            except CryptoError as exc:
-                raise CryptoError(
-                    f"refresh token of user {user_id}: {exc.message}", user_id=user_id
-                ) from None
-            if new_token != token:
-                changes.append({"user_id": user_id, "refresh_token": new_token})
-        if changes:
-            session.execute(update(GoogleCredential), changes)
-            rotated += len(changes)
-        _end_batch(session, commit_each_batch)
-
-
-def _end_batch(session: Session, commit: bool) -> None:
-    if commit:
-        session.commit()
-    else:
-        session.flush()
+def decrypt_refresh_token(token: str, *, user_id: str, keys: Sequence[bytes] | None = None) -> str:
+    """User ``user_id``'s refresh token; :class:`CryptoError` for a token made for
+    another user, tampered or corrupt."""
+    _require_ids(user_id=user_id)
+    return _keyring(keys).decrypt(token, refresh_token_context(user_id))

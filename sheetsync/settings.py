@@ -54,17 +54,28 @@ class Settings(BaseSettings):
 
     google_api_endpoint: str = DEFAULT_GOOGLE_API_ENDPOINT
     google_token_uri: str = DEFAULT_GOOGLE_TOKEN_URI
+    #: A development setup (the Sheets API emulator): allows a client secret to be sent
+    #: to an endpoint that is not Google's over https. Never set it in production.
+    development: bool = False
     google_client_id: str | None = None
     google_client_secret: SecretStr | None = None
     #: Seconds before a Sheets HTTP request is abandoned (and counted as transient).
     google_timeout_s: float = Field(30.0, gt=0)
 
+    #: How long a process keeps a form's routes (each link's owner and plan) for emit.
+    #: Whether a link exists is never cached.
+    routing_cache_s: float = Field(5.0, ge=0)
+
     #: Debounce: a buffer is flushed this long after its first id.
     flush_delay_s: float = Field(10.0, ge=0)
     #: A buffer this long is flushed at once.
     flush_threshold: int = Field(500, ge=1)
-    #: While a burst is still arriving, a run waits up to this long for a fuller batch.
+    #: While a burst is still arriving, a run waits in-process up to this long for a
+    #: fuller batch; a longer wait (until the batch would be full, or the oldest id is
+    #: FLUSH_DELAY_S old) is a rescheduled task that looks again every half second.
     flush_linger_s: float = Field(2.0, ge=0)
+    #: No new id for this long: the burst is over, and what is buffered goes at once.
+    flush_idle_s: float = Field(0.5, gt=0)
     #: Ids read per batch (one LRANGE, one SELECT, at most one append).
     batch_size: int = Field(5000, ge=1)
     request_bytes_max: int = Field(DEFAULT_REQUEST_BYTES_MAX, ge=10_000)
@@ -78,10 +89,14 @@ class Settings(BaseSettings):
     rate_margin_s: float = Field(0.5, ge=0)
 
     #: How long a running flush holds its buffer before the sweeper may take it over.
-    lease_s: float = Field(60.0, gt=0)
+    #: Every Sheets request must fit in what is left of it (at least half a second).
+    lease_s: float = Field(60.0, ge=1.0)
     sweep_interval_s: float = Field(30.0, gt=0)
     #: A scheduled job this far past due is re-dispatched by the sweeper.
     sweep_grace_s: float = Field(60.0, ge=0)
+    #: ... or this far, when its task is known to be in the broker's queue (busy workers
+    #: are not a reason to send it again).
+    sweep_queued_grace_s: float = Field(600.0, ge=0)
     reconcile_interval_s: float = Field(300.0, gt=0)
     #: ENQUEUED transactions older than this, with no buffer or job, are pushed again.
     reconcile_after_s: float = Field(600.0, ge=0)
@@ -105,6 +120,11 @@ class Settings(BaseSettings):
     alert_webhook_url: SecretStr | None = None
     alert_timeout_s: float = Field(3.0, gt=0)
 
+    #: Who may send a form's answers to a sheet: by default only the form's owner may
+    #: create its links. A dotted path (``package.module:function``) to a function
+    #: ``(session, link, form) -> bool`` can allow collaborators.
+    link_authorizer: str | None = None
+
     workers_priority: int = Field(5, ge=1)
     workers_default: int = Field(3, ge=1)
     workers_scheduled: int = Field(2, ge=1)
@@ -114,6 +134,7 @@ class Settings(BaseSettings):
         "google_client_id",
         "google_client_secret",
         "alert_webhook_url",
+        "link_authorizer",
         mode="before",
     )
     @classmethod
@@ -136,13 +157,28 @@ class Settings(BaseSettings):
     @classmethod
     def _check_keys(cls, keys: tuple[SecretStr, ...]) -> tuple[SecretStr, ...]:
         for position, key in enumerate(keys, start=1):
-            try:
-                raw = base64.urlsafe_b64decode(key.get_secret_value().encode("ascii"))
-            except (binascii.Error, ValueError, UnicodeEncodeError):
-                raise ValueError(f"key #{position} is not urlsafe base64") from None
+            raw = _strict_urlsafe_b64decode(key.get_secret_value())
+            if raw is None:
+                raise ValueError(
+                    f"key #{position} is not urlsafe base64 (generate one: sheetsync keys generate)"
+                )
             if len(raw) != 32:
                 raise ValueError(f"key #{position} must decode to 32 bytes, not {len(raw)}")
+            if len(set(raw)) < MIN_DISTINCT_KEY_BYTES:
+                raise ValueError(
+                    f"key #{position} is too weak (almost every byte the same): "
+                    "generate one with sheetsync keys generate"
+                )
         return keys
+
+    @field_validator("alert_webhook_url")
+    @classmethod
+    def _check_webhook(cls, url: SecretStr | None) -> SecretStr | None:
+        if url is not None:
+            problem = _insecure_url_problem(url.get_secret_value())
+            if problem:
+                raise ValueError(problem)
+        return url
 
     @field_validator("timezone")
     @classmethod
@@ -169,10 +205,38 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _check_urls(self) -> Settings:
+        from sheetsync import redis_urls
+
         for name in ("redis_url", "broker_url"):
             url = getattr(self, name)
-            if url is not None and not url.startswith(("redis://", "rediss://", "unix://")):
-                raise ValueError(f"{ENV_PREFIX}{name.upper()}: must be a redis:// URL")
+            if url is None:
+                continue
+            scheme = url.partition("://")[0].lower()
+            if scheme in redis_urls.SENTINEL_SCHEMES:
+                try:
+                    redis_urls.parse_sentinel(url)
+                except ValueError as exc:
+                    raise ValueError(f"{ENV_PREFIX}{name.upper()}: {exc}") from None
+            elif scheme not in redis_urls.PLAIN_SCHEMES:
+                raise ValueError(
+                    f"{ENV_PREFIX}{name.upper()}: must be a redis:// (or redis+sentinel://) URL"
+                )
+        return self
+
+    @model_validator(mode="after")
+    def _check_google(self) -> Settings:
+        # A client secret (and with it refresh tokens and decrypted rows) goes only to
+        # Google over https, unless this is a development setup on purpose.
+        if self.google_client_secret is None or self.development:
+            return self
+        for name in ("google_api_endpoint", "google_token_uri"):
+            if not getattr(self, name).lower().startswith("https://"):
+                raise ValueError(
+                    f"{ENV_PREFIX}{name.upper()}: is not https, and a client secret is set: "
+                    f"sheetsync would send the secret, refresh tokens and answers to it in "
+                    f"plain text (unset it to use Google; for the emulator set "
+                    f"{ENV_PREFIX}DEVELOPMENT=true)"
+                )
         return self
 
     @model_validator(mode="after")
@@ -200,7 +264,8 @@ class Settings(BaseSettings):
 
     @property
     def pii_key_bytes(self) -> tuple[bytes, ...]:
-        return tuple(base64.urlsafe_b64decode(k.get_secret_value()) for k in self.pii_keys)
+        keys = (_strict_urlsafe_b64decode(k.get_secret_value()) for k in self.pii_keys)
+        return tuple(key for key in keys if key is not None)  # all valid: checked at load
 
     @classmethod
     def load(cls, **overrides: Any) -> Settings:
@@ -244,11 +309,68 @@ def _one_line(exc: ValidationError) -> str:
 
 
 @functools.cache
+def _load_once() -> Settings | ConfigError:
+    try:
+        return Settings.load()
+    except ConfigError as exc:
+        return exc
+
+
 def get_settings() -> Settings:
-    """The process-wide settings, read once."""
-    return Settings.load()
+    """The process-wide settings, read and checked once: a bad value is found once, and
+    every later call raises the same one-line error at once."""
+    loaded = _load_once()
+    if isinstance(loaded, ConfigError):
+        raise ConfigError(str(loaded))
+    return loaded
+
+
+def check_settings() -> Settings:
+    """Read and check the settings now: call it when the web app starts, so that a bad
+    value stops the start-up with one line instead of failing requests later. It also
+    imports ``SHEETSYNC_LINK_AUTHORIZER``, if set."""
+    from sheetsync import links
+
+    reset_settings()
+    settings = get_settings()
+    links.configured_authorizer()
+    return settings
 
 
 def reset_settings() -> None:
     """Forget the cached settings (tests and the CLI change the environment)."""
-    get_settings.cache_clear()
+    _load_once.cache_clear()
+
+
+#: A PII key must have at least this many distinct byte values (a random 32-byte key
+#: has about 30; an all-zero or repeated-pattern key has a handful).
+MIN_DISTINCT_KEY_BYTES = 16
+_URLSAFE_ALPHABET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+
+
+def _strict_urlsafe_b64decode(text: str) -> bytes | None:
+    """The bytes of urlsafe base64 ``text`` (padding optional), or None for anything
+    else: no other characters, no whitespace, no standard-alphabet ``+`` or ``/``."""
+    body = text.rstrip("=")
+    if len(text) - len(body) > 2 or not body or not set(body) <= _URLSAFE_ALPHABET:
+        return None
+    try:
+        return base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _insecure_url_problem(url: str) -> str | None:
+    """Why a webhook URL is refused: not http(s), or plain http to a remote host."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.scheme == "https" and parts.hostname:
+        return None
+    if parts.scheme == "http" and parts.hostname in LOOPBACK_HOSTS:
+        return None
+    return "must be an https:// URL (plain http only to localhost)"
+
+
+#: Hosts a plain-http webhook may use.
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})

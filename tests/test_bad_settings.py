@@ -26,6 +26,25 @@ BAD_SETTINGS = {
         {"SHEETSYNC_BROKER_URL": "amqp://guest@localhost//"},
         "SHEETSYNC_BROKER_URL: ",
     ),
+    "a key that is not urlsafe base64": (
+        {"SHEETSYNC_PII_KEYS": "not a key!"},
+        "SHEETSYNC_PII_KEYS: ",
+    ),
+    "an all-zero key": (
+        {"SHEETSYNC_PII_KEYS": "A" * 43 + "="},
+        "SHEETSYNC_PII_KEYS: ",
+    ),
+    "a webhook that is a file": (
+        {"SHEETSYNC_ALERT_WEBHOOK_URL": "file:///etc/passwd"},
+        "SHEETSYNC_ALERT_WEBHOOK_URL: ",
+    ),
+    "a client secret sent to a plain-http endpoint": (
+        {
+            "SHEETSYNC_GOOGLE_CLIENT_SECRET": "real-secret",
+            "SHEETSYNC_GOOGLE_API_ENDPOINT": "http://emulator:8085",
+        },
+        "SHEETSYNC_GOOGLE_API_ENDPOINT: ",
+    ),
 }
 
 COMMANDS = {

@@ -1,4 +1,4 @@
-"""PII encryption: format, rotation, failures that never leak the value."""
+"""PII encryption: format, contexts, rotation, failures that never leak the value."""
 
 from __future__ import annotations
 
@@ -8,23 +8,29 @@ import os
 import pickle
 
 import pytest
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 from support.databases import on_both_databases
 
 from sheetsync import crypto
-from sheetsync.crypto import EMPTY_KEYS_MESSAGE, Keyring, rotate_pii
+from sheetsync.crypto import (
+    EMPTY_KEYS_MESSAGE,
+    Keyring,
+    answer_value_context,
+    refresh_token_context,
+)
 from sheetsync.dev.seed import seed_answers, seed_form
 from sheetsync.errors import CryptoError
 from sheetsync.models import GoogleCredential, SubmissionAnswer
-
-#: Every test here that uses the database runs on SQLite and PostgreSQL.
-pytest_generate_tests = on_both_databases
+from sheetsync.rotation import check_pii, rotate_pii
 
 #: Every test here that uses the database runs on SQLite and PostgreSQL.
 pytest_generate_tests = on_both_databases
 
 SECRET = "010-1234-5678 홍길동"
+WHERE = {"answer_id": "ans_1", "question_id": "q_phone"}
+CONTEXT = answer_value_context("ans_1", "q_phone")
 
 
 def _raw(token: str) -> bytes:
@@ -35,95 +41,173 @@ def _token(raw: bytes) -> str:
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
 
 
+def v1_token(key: bytes, plaintext: str) -> str:
+    """A token as version 1 wrote it: the header alone is the associated data."""
+    header = b"\x01" + hashlib.sha256(key).digest()[:4]
+    nonce = os.urandom(12)
+    return _token(header + nonce + AESGCM(key).encrypt(nonce, plaintext.encode(), header))
+
+
 @pytest.mark.parametrize("plaintext", ["", "a", SECRET, "🎉" * 100, "x" * 60_000, "=HYPERLINK()"])
 def test_round_trip(pii_keys: tuple[bytes, bytes], plaintext: str) -> None:
-    assert crypto.decrypt(crypto.encrypt(plaintext)) == plaintext
+    token = crypto.encrypt_answer_value(plaintext, **WHERE)
+    assert crypto.decrypt_answer_value(token, **WHERE) == plaintext
+    refresh = crypto.encrypt_refresh_token(plaintext, user_id="user_1")
+    assert crypto.decrypt_refresh_token(refresh, user_id="user_1") == plaintext
 
 
 def test_token_format(pii_keys: tuple[bytes, bytes]) -> None:
     newest, _ = pii_keys
-    token = crypto.encrypt(SECRET)
+    token = crypto.encrypt_answer_value(SECRET, **WHERE)
     assert set(token) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
     raw = _raw(token)
-    assert raw[0] == crypto.TOKEN_VERSION
+    assert raw[0] == crypto.TOKEN_VERSION == 2
     assert raw[1:5] == hashlib.sha256(newest).digest()[:4]
-    assert len(raw) == 1 + 4 + 12 + len(SECRET.encode()) + 16
+    assert len(raw) == 1 + 4 + 12 + len(SECRET.encode()) + 16  # the context is not stored
+    # The associated data is the header, then the context.
+    decrypted = AESGCM(newest).decrypt(raw[5:17], raw[17:], raw[:5] + CONTEXT)
+    assert decrypted.decode() == SECRET
 
 
 def test_nonces_are_random(pii_keys: tuple[bytes, bytes]) -> None:
-    assert crypto.encrypt(SECRET) != crypto.encrypt(SECRET)
+    assert crypto.encrypt_answer_value(SECRET, **WHERE) != crypto.encrypt_answer_value(
+        SECRET, **WHERE
+    )
 
 
 def test_explicit_keys_override_settings(pii_keys: tuple[bytes, bytes]) -> None:
     other = os.urandom(32)
-    token = crypto.encrypt(SECRET, keys=[other])
-    assert crypto.decrypt(token, keys=[other]) == SECRET
+    token = crypto.encrypt_answer_value(SECRET, **WHERE, keys=[other])
+    assert crypto.decrypt_answer_value(token, **WHERE, keys=[other]) == SECRET
     with pytest.raises(CryptoError, match="unknown key"):
-        crypto.decrypt(token)
+        crypto.decrypt_answer_value(token, **WHERE)
 
 
-def test_rotation_old_key_still_decrypts_and_reencrypt_moves_to_newest(
-    pii_keys: tuple[bytes, bytes],
+@pytest.mark.parametrize(
+    ("answer_id", "question_id"),
+    [("ans_2", "q_phone"), ("ans_1", "q_email"), ("ans_1q", "_phone"), ("", "ans_1q_phone")],
+)
+def test_a_token_decrypts_only_in_its_own_context(
+    pii_keys: tuple[bytes, bytes], answer_id: str, question_id: str
 ) -> None:
+    token = crypto.encrypt_answer_value(SECRET, **WHERE)
+    keyring = Keyring(list(pii_keys))
+    with pytest.raises(CryptoError) as caught:
+        keyring.decrypt(token, answer_value_context(answer_id, question_id))
+    assert str(caught.value) == (
+        "personal-info token failed authentication: made for another answer or question, "
+        "or tampered or corrupt"
+    )
+    _assert_no_leak(caught.value, token)
+
+
+def test_the_purposes_never_mix(pii_keys: tuple[bytes, bytes]) -> None:
+    # Same ids on both sides: only the purpose differs.
+    answer_token = crypto.encrypt_answer_value(SECRET, answer_id="u1", question_id="u1")
+    refresh_token = crypto.encrypt_refresh_token(SECRET, user_id="u1")
+    with pytest.raises(CryptoError, match=r"^refresh token failed authentication: made for"):
+        crypto.decrypt_refresh_token(answer_token, user_id="u1")
+    with pytest.raises(CryptoError, match=r"^personal-info token failed authentication"):
+        crypto.decrypt_answer_value(refresh_token, answer_id="u1", question_id="u1")
+    assert answer_value_context("u1", "u1") != refresh_token_context("u1")
+
+
+def test_contexts_are_unambiguous() -> None:
+    pairs = [("ab", "c"), ("a", "bc"), ("abc", ""), ("", "abc"), ("a\x00", "b"), ("a", "\x00b")]
+    contexts = {answer_value_context(a, q) for a, q in pairs}
+    assert len(contexts) == len(pairs)
+    assert crypto.answer_context("a") + crypto.question_context("b") == answer_value_context(
+        "a", "b"
+    )
+
+
+@pytest.mark.parametrize("missing", [{"answer_id": ""}, {"question_id": ""}, {"answer_id": None}])
+def test_a_token_needs_its_ids(pii_keys: tuple[bytes, bytes], missing: dict[str, object]) -> None:
+    with pytest.raises(CryptoError, match="must be a non-empty string: the token is bound to it"):
+        crypto.encrypt_answer_value(SECRET, **{**WHERE, **missing})  # type: ignore[arg-type]
+    with pytest.raises(CryptoError, match="user_id must be a non-empty string"):
+        crypto.encrypt_refresh_token(SECRET, user_id="")
+
+
+def test_version_1_tokens_still_decrypt(pii_keys: tuple[bytes, bytes]) -> None:
     newest, older = pii_keys
-    old_token = crypto.encrypt(SECRET, keys=[older])
-    assert crypto.decrypt(old_token) == SECRET
+    for key in (newest, older):
+        token = v1_token(key, SECRET)
+        assert crypto.decrypt_answer_value(token, **WHERE) == SECRET
+        assert crypto.decrypt_refresh_token(token, user_id="user_1") == SECRET
 
-    moved = crypto.reencrypt(old_token)
+
+def test_a_version_2_token_cannot_pass_for_version_1(pii_keys: tuple[bytes, bytes]) -> None:
+    raw = bytearray(_raw(crypto.encrypt_answer_value(SECRET, **WHERE)))
+    raw[0] = 1
+    with pytest.raises(CryptoError, match=r"failed authentication \(tampered or corrupt\)"):
+        crypto.decrypt_answer_value(_token(bytes(raw)), **WHERE)
+
+
+def test_upgrade_moves_to_the_newest_key_and_version(pii_keys: tuple[bytes, bytes]) -> None:
+    newest, older = pii_keys
     keyring = Keyring([newest, older])
-    assert keyring.token_key_id(moved) == crypto.key_id(newest)
-    assert crypto.decrypt(moved, keys=[newest]) == SECRET
-    # Already under the newest key: nothing to do.
-    assert crypto.reencrypt(moved) == moved
+    for old_token in (
+        v1_token(older, SECRET),
+        v1_token(newest, SECRET),
+        Keyring([older]).encrypt(SECRET, CONTEXT),
+    ):
+        moved = keyring.upgrade(old_token, CONTEXT)
+        assert keyring.header(moved) == (2, crypto.key_id(newest))
+        assert Keyring([newest]).decrypt(moved, CONTEXT) == SECRET
+        assert keyring.upgrade(moved, CONTEXT) == moved  # already there: nothing to do
 
 
-def test_reencrypt_refuses_a_tampered_token_under_the_newest_key(
-    pii_keys: tuple[bytes, bytes],
-) -> None:
-    raw = bytearray(_raw(crypto.encrypt(SECRET)))
+def test_upgrade_refuses_a_tampered_or_misplaced_token(pii_keys: tuple[bytes, bytes]) -> None:
+    keyring = Keyring(list(pii_keys))
+    token = keyring.encrypt(SECRET, CONTEXT)
+    raw = bytearray(_raw(token))
     raw[-1] ^= 1
     with pytest.raises(CryptoError):
-        crypto.reencrypt(_token(bytes(raw)))
+        keyring.upgrade(_token(bytes(raw)), CONTEXT)
+    with pytest.raises(CryptoError):
+        keyring.upgrade(token, answer_value_context("ans_2", "q_phone"))
 
 
 def test_every_tampered_byte_is_refused_without_leaking(pii_keys: tuple[bytes, bytes]) -> None:
-    token = crypto.encrypt(SECRET)
+    token = crypto.encrypt_answer_value(SECRET, **WHERE)
     raw = _raw(token)
     for position in range(len(raw)):
         tampered = bytearray(raw)
         tampered[position] ^= 0x01
         tampered_token = _token(bytes(tampered))
         with pytest.raises(CryptoError) as caught:
-            crypto.decrypt(tampered_token)
+            crypto.decrypt_answer_value(tampered_token, **WHERE)
         _assert_no_leak(caught.value, token, tampered_token)
 
 
 @pytest.mark.parametrize("cut", [1, 5, 16, 30])
 def test_truncated_token_is_refused(pii_keys: tuple[bytes, bytes], cut: int) -> None:
-    token = crypto.encrypt(SECRET)
+    token = crypto.encrypt_answer_value(SECRET, **WHERE)
     with pytest.raises(CryptoError) as caught:
-        crypto.decrypt(token[:-cut])
+        crypto.decrypt_answer_value(token[:-cut], **WHERE)
     _assert_no_leak(caught.value, token, token[:-cut])
 
 
-@pytest.mark.parametrize("garbage", ["", "not a token!", "AAAA", SECRET, "ü" * 40])
+@pytest.mark.parametrize("garbage", ["", "not a token!", "AAAA", SECRET, "ü" * 40, "A" * 60])
 def test_garbage_is_refused(pii_keys: tuple[bytes, bytes], garbage: str) -> None:
     with pytest.raises(CryptoError) as caught:
-        crypto.decrypt(garbage)
+        crypto.decrypt_answer_value(garbage, **WHERE)
+    assert str(caught.value).startswith("personal-info token ")
     if garbage:
         assert garbage not in str(caught.value)
 
 
 def test_non_string_token_is_refused(pii_keys: tuple[bytes, bytes]) -> None:
-    with pytest.raises(CryptoError, match="must be a string"):
-        crypto.decrypt(123)  # type: ignore[arg-type]
+    with pytest.raises(CryptoError, match=r"^refresh token must be a string, not int$"):
+        crypto.decrypt_refresh_token(123, user_id="user_1")  # type: ignore[arg-type]
 
 
 def test_unknown_key_id(pii_keys: tuple[bytes, bytes]) -> None:
     stranger = os.urandom(32)
-    token = crypto.encrypt(SECRET, keys=[stranger])
+    token = crypto.encrypt_answer_value(SECRET, **WHERE, keys=[stranger])
     with pytest.raises(CryptoError, match="unknown key") as caught:
-        crypto.decrypt(token)
+        crypto.decrypt_answer_value(token, **WHERE)
     assert crypto.key_id(stranger).hex() in str(caught.value)
     _assert_no_leak(caught.value, token)
 
@@ -131,7 +215,7 @@ def test_unknown_key_id(pii_keys: tuple[bytes, bytes]) -> None:
 def test_empty_key_list_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SHEETSYNC_PII_KEYS", raising=False)
     with pytest.raises(CryptoError) as caught:
-        crypto.encrypt(SECRET)
+        crypto.encrypt_answer_value(SECRET, **WHERE)
     assert str(caught.value) == EMPTY_KEYS_MESSAGE
     assert str(caught.value).startswith("SHEETSYNC_PII_KEYS is empty: set at least one key")
     with pytest.raises(CryptoError, match="is empty"):
@@ -146,7 +230,8 @@ def test_generated_key_is_accepted_by_settings(monkeypatch: pytest.MonkeyPatch) 
     from sheetsync.settings import reset_settings
 
     reset_settings()
-    assert crypto.decrypt(crypto.encrypt(SECRET)) == SECRET
+    token = crypto.encrypt_refresh_token(SECRET, user_id="u")
+    assert crypto.decrypt_refresh_token(token, user_id="u") == SECRET
 
 
 def test_bad_keys_are_refused() -> None:
@@ -165,6 +250,7 @@ def test_crypto_error_pickles_with_its_fields() -> None:
 
 def _assert_no_leak(error: CryptoError, *tokens: str) -> None:
     message = str(error)
+    assert "\n" not in message
     assert SECRET not in message
     for token in tokens:
         assert token not in message
@@ -179,8 +265,10 @@ def test_rotate_pii(session: Session, pii_keys: tuple[bytes, bytes]) -> None:
     seed_answers(session, form, 23, keyring=old_keyring)
     seed_answers(session, other, 4, prefix="other", keyring=old_keyring)
     session.commit()
-    plain_before = _plain_pii(session, form.pii_question_ids + other.pii_question_ids)
+    pii_ids = form.pii_question_ids + other.pii_question_ids
+    plain_before = _plain_pii(session, pii_ids, [older])
     assert plain_before
+    assert len(check_pii(session).left) == len(plain_before) + 2
 
     result = rotate_pii(session, batch_size=5, commit_each_batch=True)
 
@@ -188,15 +276,15 @@ def test_rotate_pii(session: Session, pii_keys: tuple[bytes, bytes]) -> None:
     assert result.values_reencrypted == len(plain_before)
     assert 0 < result.answers_updated <= 27
     assert result.credentials_reencrypted == 2
+    assert result.skipped == ()
     # Everything now decrypts with the newest key alone, to the same plaintext.
-    assert _plain_pii(session, form.pii_question_ids + other.pii_question_ids, [newest]) == (
-        plain_before
-    )
-    tokens = session.scalars(select(GoogleCredential.refresh_token)).all()
-    assert sorted(crypto.decrypt(t, keys=[newest]) for t in tokens) == [
-        "refresh-user_1",
-        "refresh-user_2",
-    ]
+    assert _plain_pii(session, pii_ids, [newest]) == plain_before
+    credentials = session.execute(select(GoogleCredential.user_id, GoogleCredential.refresh_token))
+    assert sorted(
+        crypto.decrypt_refresh_token(token, user_id=user_id, keys=[newest])
+        for user_id, token in credentials
+    ) == ["refresh-user_1", "refresh-user_2"]
+    assert check_pii(session).left == ()
 
     again = rotate_pii(session)
     assert (again.values_reencrypted, again.answers_updated, again.credentials_reencrypted) == (
@@ -206,7 +294,9 @@ def test_rotate_pii(session: Session, pii_keys: tuple[bytes, bytes]) -> None:
     )
 
 
-def test_rotate_pii_names_the_broken_value(session: Session, pii_keys: tuple[bytes, bytes]) -> None:
+def test_rotate_pii_skips_and_names_the_broken_value(
+    session: Session, pii_keys: tuple[bytes, bytes]
+) -> None:
     form = seed_form(session)
     question_id = form.pii_question_ids[0]
     session.add(
@@ -216,12 +306,20 @@ def test_rotate_pii_names_the_broken_value(session: Session, pii_keys: tuple[byt
             answer=[{"questionId": question_id, "value": SECRET}],
         )
     )
+    seed_answers(session, form, 3)
     session.commit()
-    with pytest.raises(CryptoError) as caught:
-        rotate_pii(session)
-    message = str(caught.value)
-    assert "broken" in message and question_id in message
-    assert SECRET not in message
+
+    result = rotate_pii(session)
+
+    [skipped] = result.skipped
+    assert (skipped.table, skipped.row_id, skipped.question_id, skipped.state) == (
+        "submission_answer",
+        "broken",
+        question_id,
+        "unreadable",
+    )
+    assert SECRET not in skipped.reason
+    assert result.answers_scanned == 4
 
 
 def _plain_pii(
@@ -231,6 +329,9 @@ def _plain_pii(
     plain = {}
     for answer_id, items in session.execute(select(SubmissionAnswer.id, SubmissionAnswer.answer)):
         for item in items:
-            if item["questionId"] in question_ids and item["value"]:
-                plain[answer_id, item["questionId"]] = crypto.decrypt(item["value"], keys=keys)
+            question_id = item["questionId"]
+            if question_id in question_ids and item["value"]:
+                plain[answer_id, question_id] = crypto.decrypt_answer_value(
+                    item["value"], answer_id=answer_id, question_id=question_id, keys=keys
+                )
     return plain

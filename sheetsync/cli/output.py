@@ -20,7 +20,7 @@ from rich.style import StyleType
 from rich.table import Table
 from rich.text import Text
 
-from sheetsync.ops.text import iso
+from sheetsync.ops.text import iso, printable
 
 #: Exit codes: 0 ok, 1 error, 2 usage.
 EXIT_OK = 0
@@ -72,7 +72,7 @@ err = Console(stderr=True, highlight=False, soft_wrap=True, width=console_width(
 
 def error_line(message: str) -> None:
     """Write ``error: <message>`` as one line on stderr (newlines are folded)."""
-    text = " ".join(str(message).split())
+    text = printable(" ".join(str(message).split()))
     sys.stderr.write(f"error: {text}\n")
     sys.stderr.flush()
 
@@ -91,7 +91,7 @@ def usage_error(ctx: typer.Context, message: str) -> NoReturn:
 
 def hint(message: str) -> None:
     """A line for people, on stderr (never mixed into ``--json`` output)."""
-    err.print(message, markup=False)
+    err.print(printable(message), markup=False)
 
 
 def print_json(payload: Any) -> None:
@@ -114,8 +114,10 @@ def heading(text: str) -> None:
 
 
 class PlainTable(Table):
-    """A table whose text cells are shown as they are, never read as rich markup: an
-    error message such as ``HttpError 403 [forbidden]`` must not lose its brackets."""
+    """A table whose text cells are shown as they are, never read as rich markup (an
+    error message such as ``HttpError 403 [forbidden]`` must not lose its brackets, and
+    ``[/]`` must not crash the command), with terminal control characters shown as
+    escapes (``ESC[2J`` in a stored error must not clear the screen)."""
 
     def add_row(
         self,
@@ -123,7 +125,7 @@ class PlainTable(Table):
         style: StyleType | None = None,
         end_section: bool = False,
     ) -> None:
-        cells = [Text(cell) if isinstance(cell, str) else cell for cell in renderables]
+        cells = [Text(printable(cell)) if isinstance(cell, str) else cell for cell in renderables]
         super().add_row(*cells, style=style, end_section=end_section)
 
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import time
 from datetime import UTC, datetime
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 #: Widest a free-text cell (an error message) gets in a table before it is cut.
 DEFAULT_TEXT_CELL_CHARS = 60
@@ -12,12 +13,25 @@ DEFAULT_TEXT_CELL_CHARS = 60
 MASK = "***"
 
 
+#: Query parameters whose value is a secret (``?password=`` in a Redis URL, ...).
+SECRET_QUERY_KEYS = re.compile(r"pass|pwd|secret|token|key|auth|credential", re.IGNORECASE)
+#: Characters a terminal acts on: C0 controls (but tab and newline), DEL and C1 controls.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
 def mask_url(url: str) -> str:
-    """``url`` with the password (if any) replaced by ``***``; safe to print."""
+    """``url`` with its password and secret query values replaced by ``***``; safe to
+    print."""
     try:
         parts = urlsplit(url)
     except ValueError:
         return "<unparsable url>"
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    if any(SECRET_QUERY_KEYS.search(name) for name, _ in pairs):
+        query = [(name, MASK if SECRET_QUERY_KEYS.search(name) else value) for name, value in pairs]
+        masked = urlencode(query, safe="*")
+        url = url.replace(f"?{parts.query}", f"?{masked}", 1)
+        parts = parts._replace(query=masked)
     if parts.password is None:
         return url
     userinfo = f"{parts.username or ''}:{MASK}"
@@ -30,6 +44,13 @@ def mask_url(url: str) -> str:
         port = None
     netloc = f"{userinfo}@{host}" + (f":{port}" if port is not None else "")
     return urlunsplit(parts._replace(netloc=netloc))
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character a terminal would act on shown as an
+    escape (``\\x1b``), so stored text from outside cannot move the cursor, clear the
+    screen or retitle the window."""
+    return _CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
 
 
 def iso(moment: datetime | None) -> str | None:

@@ -10,10 +10,13 @@ surfaces as an error, and the flush's write-ahead intent decides what landed.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import httplib2
 import urllib3
+
+from sheetsync.errors import TransientError
 
 #: Connections kept per host.
 DEFAULT_POOL_SIZE = 4
@@ -24,6 +27,8 @@ class SingleShotHttp:
 
     def __init__(self, timeout: float) -> None:
         self.timeout = timeout
+        #: A monotonic time no request may outlive (set around one call), or None.
+        self.deadline: float | None = None
         self.follow_redirects = False
         self.redirect_codes: frozenset[int] = frozenset()
         self._pool = urllib3.PoolManager(
@@ -42,6 +47,12 @@ class SingleShotHttp:
         redirections: int = 0,
         connection_type: Any = None,
     ) -> tuple[httplib2.Response, bytes]:
+        timeout = self.timeout
+        if self.deadline is not None:
+            timeout = min(timeout, self.deadline - time.monotonic())
+            if timeout <= 0:
+                # Never sent: a request that could outlive the run's lease is not started.
+                raise TransientError("no time left in the lease for this request", ambiguous=False)
         response = self._pool.request(
             method,
             uri,
@@ -50,6 +61,7 @@ class SingleShotHttp:
             redirect=False,
             preload_content=True,
             decode_content=True,
+            timeout=urllib3.Timeout(connect=timeout, read=timeout),
         )
         info: dict[str, str] = {key.lower(): value for key, value in response.headers.items()}
         info["status"] = str(response.status)

@@ -26,6 +26,7 @@ def client_for(emulator, admin):
         google_timeout_s=1,
         google_client_id="client",
         google_client_secret="secret",
+        development=True,
     )
 
     def make(account: str = "acct") -> SheetsClient:
@@ -93,15 +94,15 @@ def test_errors_fall_into_three_classes_and_pickle(client_for, admin, fault, exp
 def test_real_conditions_map_to_their_class(client_for, admin):
     client = client_for()
     spreadsheet_id, _ = admin.create_spreadsheet("acct", "Form")
-    with pytest.raises(PermanentError, match="Unable to parse range"):
+    with pytest.raises(PermanentError, match=r"^Sheets API 400 INVALID_ARGUMENT: no such range"):
         client.read_values(spreadsheet_id, "'No such tab'!A1")
     other, _ = admin.create_spreadsheet(client_for("other") and "other", "Not yours")
-    with pytest.raises(PermanentError, match="403"):
+    with pytest.raises(PermanentError, match=r"^Sheets API 403 PERMISSION_DENIED: "):
         client.read_values(other, "'Sheet1'!A1")
     admin.delete_spreadsheet(spreadsheet_id)
-    with pytest.raises(PermanentError, match="404"):
+    with pytest.raises(PermanentError, match=r"^Sheets API 404 NOT_FOUND: "):
         client.sheet_titles(spreadsheet_id)
     admin.revoke("acct")
-    with pytest.raises(CredentialError, match="invalid_grant") as revoked:
+    with pytest.raises(CredentialError, match=r"^Google OAuth invalid_grant: ") as revoked:
         client.sheet_titles(other)
     assert pickle.loads(pickle.dumps(revoked.value)).status == 400

@@ -1,0 +1,97 @@
+"""Flower for sheetsync, with every page that shows task data behind its auth.
+
+``python -m sheetsync.celery.flower [FLOWER OPTIONS]`` is
+``celery -A sheetsync.celery flower [FLOWER OPTIONS]`` with two changes (docker-compose.yml
+runs it):
+
+* ``/metrics`` asks for the same credentials as every other page. Flower checks them
+  lazily: ``BaseHandler.get_current_user`` (flower/views/__init__.py, Flower 2.x)
+  compares the ``Authorization: Basic`` header with ``--basic-auth``, but tornado calls it
+  only when a handler reads ``current_user``, which ``@tornado.web.authenticated`` does.
+  Every page and API handler carries that decorator; ``monitor.Metrics`` and
+  ``monitor.Healthcheck`` (flower/views/monitor.py) do not, so ``/metrics`` (Prometheus
+  counters and task runtimes labelled with task names, worker host names and event
+  types) answered anyone, ``FLOWER_BASIC_AUTH`` or not. ``/healthcheck`` writes
+  ``OK`` and nothing else: it stays open.
+* It refuses to start without ``--basic-auth`` or ``--auth`` (``FLOWER_BASIC_AUTH``,
+  ``FLOWER_AUTH``): without either, Flower serves its pages, every task's arguments
+  included, to anyone who reaches its port.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+
+import flower.command
+import tornado.web
+from flower.views import monitor
+from tornado.options import options
+
+#: What the Celery CLI is told before the Flower options.
+CELERY_ARGS = ("-A", "sheetsync.celery", "flower")
+
+
+class FlowerAuthMissingError(SystemExit):
+    """Flower would start with no authentication at all."""
+
+
+def _require_user(handler: tornado.web.RequestHandler) -> None:
+    # Reading current_user runs Flower's get_current_user: a missing or wrong Basic
+    # header raises HTTPError(401) in it, and a missing OAuth session gives None.
+    if not handler.current_user:
+        raise tornado.web.HTTPError(401)
+
+
+def check_auth_configured() -> None:
+    """Exit with one line unless Flower's options name at least one way to log in."""
+    basic = [entry for entry in options.basic_auth or () if entry]
+    malformed = [entry for entry in basic if not all(entry.partition(":")[::2])]
+    if malformed:
+        raise FlowerAuthMissingError(
+            "sheetsync flower: FLOWER_BASIC_AUTH (--basic-auth) must be user:password, "
+            "both non-empty"
+        )
+    if not basic and not options.auth:
+        raise FlowerAuthMissingError(
+            "sheetsync flower: set FLOWER_BASIC_AUTH=user:password (or --basic-auth, or "
+            "--auth for OAuth): without it Flower shows every task to anyone"
+        )
+
+
+def protect() -> None:
+    """Put /metrics behind Flower's auth, and make Flower refuse to start without one.
+
+    Idempotent. Patches Flower's classes in this process, so call it before Flower
+    builds its application.
+    """
+    if getattr(monitor.Metrics, "_sheetsync_protected", False):
+        return
+    monitor.Metrics.prepare = _require_user
+    monitor.Metrics._sheetsync_protected = True
+
+    # flower.command.flower calls extract_settings() once the environment, --conf and
+    # the command line are all applied to tornado's options: check them there.
+    extract_settings: Callable[[], None] = flower.command.extract_settings
+
+    def checked_extract_settings() -> None:
+        check_auth_configured()
+        extract_settings()
+
+    flower.command.extract_settings = checked_extract_settings
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``celery -A sheetsync.celery flower ARGV...`` with :func:`protect` applied.
+
+    Exits the process, as the ``celery`` command does.
+    """
+    from celery.bin.celery import celery
+
+    protect()
+    args = list(sys.argv[1:] if argv is None else argv)
+    celery.main(args=[*CELERY_ARGS, *args], prog_name="celery", auto_envvar_prefix="CELERY")
+
+
+if __name__ == "__main__":
+    main()

