@@ -1,6 +1,7 @@
 """Every error sheetsync raises, under one root: :class:`SheetSyncError`.
 
-Messages never carry personal info: they name answers, questions and sheets by id.
+Messages never carry personal info: they name answers, questions and sheets by id, and
+never quote Google's error text (see :func:`sheetsync.sheets.client.translate_error`).
 Every error pickles (Celery ships exceptions between processes), so subclasses keep
 their extra fields as keyword arguments that :meth:`SheetSyncError.__reduce__` restores.
 """
@@ -39,8 +40,20 @@ class ValidationError(SheetSyncError):
     """Bad input: a malformed id, an unknown question, a broken link."""
 
 
+class AnswerError(ValidationError):
+    """One answer cannot become a row: it is recorded FAILED on its own, the rest of its
+    batch lands. The message names the answer, the question and the error class, never
+    the value (``answer_id``, ``question_id`` are fields)."""
+
+
 class CryptoError(SheetSyncError):
     """A personal-info token could not be encrypted or decrypted."""
+
+
+class MissingKeyError(ConfigError, CryptoError):
+    """A token names a key that is not in ``SHEETSYNC_PII_KEYS``: the data is fine, the
+    configuration is not. Retried, then dead-lettered with an alert; once the key is
+    back, a replay delivers."""
 
 
 class NotFoundError(SheetSyncError):
@@ -48,9 +61,13 @@ class NotFoundError(SheetSyncError):
 
 
 class SheetsError(SheetSyncError):
-    """A Google Sheets call failed. ``status`` is the HTTP status when there was one."""
+    """A Google Sheets call failed. ``status`` is the HTTP status when there was one,
+    ``google_code`` Google's status and reason codes as the message shows them
+    (``INVALID_ARGUMENT``, ``RESOURCE_EXHAUSTED (rateLimitExceeded)``, ``invalid_grant``).
+    The message never holds Google's own text: it can quote the request's values."""
 
     status: int | None
+    google_code: str | None = None
 
 
 class TransientError(SheetsError):
@@ -71,8 +88,27 @@ class PermanentError(SheetsError):
     """The target is gone or forbidden (404, 403, unparsable range): retrying will not help."""
 
 
+class ContentRefusedError(PermanentError):
+    """Google refused the values of a write (a 400 caused by what the rows hold): the
+    sheet is fine, some row is not. The flush finds the refused rows and fails them."""
+
+
 class RateLimited(SheetSyncError):  # noqa: N818 (reads as the condition it is)
     """No rate-limit slot is free; ``retry_after_s`` says when one frees."""
+
+    retry_after_s: float
+
+
+class HoldForBatch(SheetSyncError):  # noqa: N818 (reads as the condition it is)
+    """A burst is still arriving and the batch is far from full: look again in
+    ``retry_after_s`` instead of appending a fraction of a batch now."""
+
+    retry_after_s: float
+
+
+class WaitForIntent(SheetSyncError):  # noqa: N818 (reads as the condition it is)
+    """An earlier run's append may still land: run again in ``retry_after_s``, once it
+    can no longer land."""
 
     retry_after_s: float
 

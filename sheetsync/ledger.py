@@ -12,16 +12,27 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import String, and_, case, cast, literal, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from sheetsync.models import SheetTransaction, TransactionType, utcnow
+from sheetsync.models import (
+    SheetTransaction,
+    SpreadSheet,
+    Submission,
+    SubmissionAnswer,
+    TransactionType,
+    utcnow,
+)
 
 #: States after which a flush must not append the answer again.
 SETTLED = frozenset(
     {TransactionType.COMPLETED, TransactionType.DEAD_LETTERED, TransactionType.FAILED}
 )
+#: States an emit may move on from: an (answer, sheet) in any other state was emitted
+#: already (ENQUEUED, or settled), and emitting it again (a web retry, a double submit)
+#: changes nothing.
+EMITTABLE = (TransactionType.INIT.value, TransactionType.VALIDATION_FAILED.value)
 #: Rows per upsert statement (keeps bind parameters under SQLite's limit).
 UPSERT_CHUNK = 2000
 
@@ -84,17 +95,28 @@ def record_many(
     items = list(errors_by_id.items())
     for start in range(0, len(items), UPSERT_CHUNK):
         rows = [
-            {
-                "submission_answer_id": answer_id,
-                "spread_sheet_id": spread_sheet_id,
-                "sheet_id": sheet_id,
-                "type": state.value,
-                "error_message": error,
-                "updated_at": now,
-            }
+            _row(answer_id, spread_sheet_id, sheet_id, state, error, now)
             for answer_id, error in items[start : start + UPSERT_CHUNK]
         ]
         session.execute(statement, rows)
+
+
+def _row(
+    answer_id: str,
+    spread_sheet_id: str,
+    sheet_id: int,
+    state: TransactionType,
+    error: str | None,
+    now: datetime,
+) -> dict[str, Any]:
+    return {
+        "submission_answer_id": answer_id,
+        "spread_sheet_id": spread_sheet_id,
+        "sheet_id": sheet_id,
+        "type": state.value,
+        "error_message": error,
+        "updated_at": now,
+    }
 
 
 @functools.cache
@@ -111,3 +133,105 @@ def _upsert(dialect: str) -> Any:
             "updated_at": statement.excluded.updated_at,
         },
     )
+
+
+def claim_for_emit(
+    session: Session,
+    answer_id: str,
+    entries: Sequence[tuple[str, int, TransactionType, str | None]],
+) -> set[tuple[str, int]]:
+    """Record one answer's state for several sheets, but only where it was never
+    emitted (no row, or INIT / VALIDATION_FAILED): one statement. Returns the
+    (spreadsheet, gid) pairs it recorded; the others were emitted already."""
+    if not entries:
+        return set()
+    now = utcnow()
+    rows = [
+        _row(answer_id, spread_sheet_id, sheet_id, state, error, now)
+        for spread_sheet_id, sheet_id, state, error in entries
+    ]
+    dialect = session.get_bind().dialect.name
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    statement = insert(SheetTransaction).values(rows)
+    table = SheetTransaction.__table__
+    claiming = statement.on_conflict_do_update(
+        index_elements=["submission_answer_id", "spread_sheet_id", "sheet_id"],
+        set_={
+            "type": statement.excluded.type,
+            "error_message": statement.excluded.error_message,
+            "updated_at": statement.excluded.updated_at,
+        },
+        where=table.c.type.in_(EMITTABLE),
+    ).returning(table.c.spread_sheet_id, table.c.sheet_id)
+    recorded = session.execute(claiming)
+    return {(spread_sheet_id, int(sheet_id)) for spread_sheet_id, sheet_id in recorded}
+
+
+#: What a refused link records (the emit knows the link's id and owner from its routes).
+REFUSED_BY_OWNER_RULE = "its creator is not the form's owner"
+
+
+def claim_for_links(
+    session: Session, answer_ids: Sequence[str], allowed_link_ids: Sequence[int]
+) -> list[tuple[str, str, int, TransactionType]]:
+    """Record these answers for every link of their forms, in one statement that reads
+    the links as they are now: ENQUEUED where the link may send (made by the form's
+    owner, or one of ``allowed_link_ids``), VALIDATION_FAILED where it may not; only
+    where the answer was never emitted to that sheet (no row, INIT, VALIDATION_FAILED).
+
+    Returns (answer id, spreadsheet id, gid, state) of each row it wrote.
+    """
+    if not answer_ids:
+        return []
+    answer, link, form, tx = SubmissionAnswer, SpreadSheet, Submission, SheetTransaction
+    may_send = link.create_user_id == form.owner_id
+    if allowed_link_ids:
+        may_send = or_(may_send, link.id.in_(list(allowed_link_ids)))
+    refused = (
+        literal("link ") + cast(link.id, String) + literal(f" refused: {REFUSED_BY_OWNER_RULE}")
+    )
+    rows = (
+        select(
+            answer.id,
+            link.spread_sheet_id,
+            link.sheet_id,
+            case(
+                (may_send, literal(TransactionType.ENQUEUED.value)),
+                else_=literal(TransactionType.VALIDATION_FAILED.value),
+            ),
+            case((may_send, literal(None, String)), else_=refused),
+            literal(utcnow(), tx.updated_at.type),
+        )
+        .join(link, link.submission_id == answer.submission_id)
+        .join(form, form.id == answer.submission_id)
+        .where(and_(answer.id.in_(list(answer_ids))))
+    )
+    dialect = session.get_bind().dialect.name
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    statement = insert(tx).from_select(
+        [
+            "submission_answer_id",
+            "spread_sheet_id",
+            "sheet_id",
+            "type",
+            "error_message",
+            "updated_at",
+        ],
+        rows,
+    )
+    table = SheetTransaction.__table__
+    claiming = statement.on_conflict_do_update(
+        index_elements=["submission_answer_id", "spread_sheet_id", "sheet_id"],
+        set_={
+            "type": statement.excluded.type,
+            "error_message": statement.excluded.error_message,
+            "updated_at": statement.excluded.updated_at,
+        },
+        where=table.c.type.in_(EMITTABLE),
+    ).returning(
+        table.c.submission_answer_id, table.c.spread_sheet_id, table.c.sheet_id, table.c.type
+    )
+    return [
+        (str(answer_id), str(spreadsheet), int(gid), TransactionType(state))
+        for answer_id, spreadsheet, gid, state in session.execute(claiming)
+    ]

@@ -147,8 +147,15 @@ class TransactionType(enum.StrEnum):
 
 
 class DeadLetterReason(enum.StrEnum):
+    #: The owner's Google credential fails: retried in 7 days, or when they reconnect.
     CREDENTIAL = "CREDENTIAL"
+    #: Google or the database kept failing: retried in an hour.
     TRANSIENT_EXHAUSTED = "TRANSIENT_EXHAUSTED"
+    #: A setting or a PII key is missing: retried in an hour, or by hand once fixed.
+    CONFIGURATION = "CONFIGURATION"
+    #: Something unforeseen (a bug) kept failing: retried in an hour.
+    UNEXPECTED = "UNEXPECTED"
+    #: The sheet is gone or forbidden: FAILED, replayed only by hand.
     PERMANENT = "PERMANENT"
 
 
@@ -251,9 +258,13 @@ class SubmissionAnswer(Base):
 
 
 class SpreadSheet(Base):
-    """A link from a form to one sheet (tab) of a Google spreadsheet."""
+    """A link from a form to one sheet (tab) of a Google spreadsheet.
+
+    One link per (form, spreadsheet, gid): a second one would append every row twice.
+    """
 
     __tablename__ = "spread_sheet"
+    __table_args__ = (UniqueConstraint("submission_id", "spread_sheet_id", "sheet_id"),)
 
     id: Mapped[int] = mapped_column(BigIntId, primary_key=True, autoincrement=True)
     submission_id: Mapped[str] = mapped_column(
@@ -314,7 +325,8 @@ class SheetTransaction(Base):
 
 
 class DeadLetter(Base):
-    """Answer ids parked for a buffer that could not be flushed. Ids only, never rows."""
+    """Answer ids parked for a buffer that could not be flushed. Ids only, never rows:
+    they are :class:`DeadLetterAnswer` rows, so parking one more id is one insert."""
 
     __tablename__ = "dead_letter"
     __table_args__ = (
@@ -327,7 +339,6 @@ class DeadLetter(Base):
     submission_id: Mapped[str] = mapped_column(String(ID_LENGTH))
     spread_sheet_id: Mapped[str] = mapped_column(String(ID_LENGTH))
     sheet_id: Mapped[int] = mapped_column(BigInteger)
-    answer_ids: Mapped[list[str]] = mapped_column(JsonType, default=list)
     reason: Mapped[DeadLetterReason] = mapped_column(_enum(DeadLetterReason))
     error_message: Mapped[str | None] = mapped_column(Text)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
@@ -335,5 +346,48 @@ class DeadLetter(Base):
         _enum(DeadLetterStatus), default=DeadLetterStatus.PENDING
     )
     next_attempt_at: Mapped[datetime] = mapped_column(default=utcnow)
+    #: When a replay handed the ids back to their buffer (None until then, and again
+    #: after each claim): only a requeued entry can be DONE.
+    requeued_at: Mapped[datetime | None] = mapped_column()
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class DeadLetterAnswer(Base):
+    """One answer id held by a dead letter."""
+
+    __tablename__ = "dead_letter_answer"
+
+    dead_letter_id: Mapped[int] = mapped_column(
+        BigIntId, ForeignKey("dead_letter.id", ondelete="CASCADE"), primary_key=True
+    )
+    answer_id: Mapped[str] = mapped_column(String(ID_LENGTH), primary_key=True)
+
+
+class SheetIntent(Base):
+    """The write-ahead intent of one append: these ids may be in the sheet.
+
+    Committed before ``values.append``; deleted in the transaction that records the
+    batch COMPLETED. A run that finds one reads the sheet before appending anything, and
+    the reconciler never pushes an id an open intent covers (docs/ARCHITECTURE.md,
+    "Crash safety").
+    """
+
+    __tablename__ = "sheet_intent"
+    __table_args__ = (Index(None, "spread_sheet_id", "sheet_id", "submission_id"),)
+
+    id: Mapped[int] = mapped_column(BigIntId, primary_key=True, autoincrement=True)
+    user_id: Mapped[str] = mapped_column(String(ID_LENGTH))
+    submission_id: Mapped[str] = mapped_column(String(ID_LENGTH))
+    spread_sheet_id: Mapped[str] = mapped_column(String(ID_LENGTH))
+    sheet_id: Mapped[int] = mapped_column(BigInteger)
+    #: The run that wrote it: its task token and run epoch.
+    token: Mapped[str] = mapped_column(Text)
+    epoch: Mapped[int] = mapped_column(Integer)
+    answer_ids: Mapped[list[str]] = mapped_column(JsonTextType)
+    #: The sheet's last known row before the append (None: unknown).
+    after_row: Mapped[int | None] = mapped_column(BigInteger)
+    #: Redis time (ms) after which this append can no longer land; 0 once Google
+    #: answered it (nothing in flight, though it may have applied).
+    deadline_ms: Mapped[int] = mapped_column(BigInteger)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -60,7 +60,7 @@ def test_upgrade_twice_changes_nothing(db_url: str) -> None:
         assert _schema_snapshot(engine) == before
         with engine.connect() as connection:
             versions = connection.execute(text("SELECT version_num FROM alembic_version")).all()
-        assert versions == [("0001",)]
+        assert versions == [("0003",)]
         assert set(before) >= {t.name for t in Base.metadata.sorted_tables}
     finally:
         engine.dispose()
@@ -87,17 +87,16 @@ def test_autogenerate_comparison_would_catch_drift(engine: Engine) -> None:
 
 
 def test_answers_are_plain_json_on_postgres(engine: Engine) -> None:
-    """``json`` keeps the text as sent, so reading a batch needs no conversion; the
-    dead-letter id lists stay ``jsonb`` (the CLI counts them with jsonb_array_length)."""
+    """``json`` keeps the text as sent, so reading a batch needs no conversion."""
     if not db.is_postgres(engine):
         pytest.skip("PostgreSQL only: SQLite stores JSON as text anyway")
     columns = {
         (table, column["name"]): str(column["type"])
-        for table in ("submission_answer", "dead_letter")
+        for table in ("submission_answer", "sheet_intent")
         for column in inspect(engine).get_columns(table)
     }
     assert columns[("submission_answer", "answer")] == "JSON"
-    assert columns[("dead_letter", "answer_ids")] == "JSONB"
+    assert columns[("sheet_intent", "answer_ids")] == "JSON"
     # And autogenerate tells the two apart, so the migration cannot drift back unseen.
     drifted = MetaData(naming_convention=Base.metadata.naming_convention)
     for table in Base.metadata.sorted_tables:
@@ -187,7 +186,6 @@ def test_dead_letter_defaults(session: Session) -> None:
             submission_id="f1",
             spread_sheet_id="sheet-abc",
             sheet_id=0,
-            answer_ids=["ans_1", "ans_2"],
             reason=DeadLetterReason.CREDENTIAL,
         )
         for _ in range(2)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 
 from sqlalchemy.orm import Session
 
-from sheetsync.errors import CryptoError, ValidationError
+from sheetsync.errors import CryptoError, MissingKeyError, ValidationError
 from sheetsync.flush.hydrate import fetch_answers
 from sheetsync.flush.rows import FormLayout, RowBuilder, header_row, load_layout
 from sheetsync.keys import BufferKey
@@ -132,6 +132,8 @@ class BatchBuilder:
                 row = self._rows.build(
                     answer.id, answer.user_name, answer.submitted_at, answer.answer
                 )
+            except MissingKeyError:
+                raise  # the configuration's fault, not the answer's: the run retries
             except (ValidationError, CryptoError) as exc:
                 batch.failed[answer_id] = str(exc)
                 continue

@@ -20,8 +20,16 @@ here, where it is cheaper:
 - ``submitted_at`` comes as ISO 8601 text, which :meth:`datetime.fromisoformat` parses
   about three times faster than psycopg's loader (and SQLAlchemy's conversion to UTC
   after it). On PostgreSQL, text it does not take (another ``DateStyle``, years beyond
-  9999, ``infinity``) goes to psycopg's loader, errors included; on SQLite, text other
-  than SQLAlchemy's own naive format is read the way SQLAlchemy reads it.
+  9999, ``infinity``) goes to psycopg's loader; on SQLite, text other than
+  SQLAlchemy's own naive format is read the way SQLAlchemy reads it.
+
+One row's data never fails the batch. A document that is not JSON (SQLite stores text
+and checks nothing) or a ``submitted_at`` that cannot be read (``infinity``, a year
+Python cannot hold, text that is not a time) comes back as a :class:`MalformedAnswer`
+in place of the items, which :class:`~sheetsync.flush.rows.RowBuilder` turns into that
+answer's :class:`~sheetsync.errors.AnswerError`. SQL ``NULL`` reads as JSON ``null``, and
+a bare number SQLite keeps as a number (its JSON column has numeric affinity) as that
+number: documents that are not lists, which the row builder refuses in turn.
 
 Decoding allocates tens of thousands of small containers per batch, none of them
 cyclic. Left alone, the cyclic garbage collector runs over a hundred times meanwhile,
@@ -35,6 +43,7 @@ import gc
 import json
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import repeat
 from operator import attrgetter, itemgetter, methodcaller
@@ -65,18 +74,36 @@ _SQLITE_SQL = (
 )
 
 
+@dataclass(frozen=True, slots=True)
+class MalformedAnswer:
+    """Stands for the items of an answer whose row could not be read: ``column`` (``answer``
+    or ``submitted_at``) failed with an exception of class ``error_class``."""
+
+    column: str
+    error_class: str
+
+
 class AnswerRecord(NamedTuple):
-    """One answer as the flush needs it. ``answer`` is the raw item list (PII encrypted)."""
+    """One answer as the flush needs it.
+
+    ``answer`` is the decoded document: by contract a list of ``{"questionId", "value"}``
+    items (PII encrypted), but whatever JSON the row holds, or a :class:`MalformedAnswer`
+    (then ``submitted_at`` may be a placeholder).
+    """
 
     id: str
     submission_id: str
     user_name: str | None
     submitted_at: datetime
-    answer: list[dict[str, Any]]
+    answer: Any
 
 
 #: Builds an AnswerRecord from one tuple, skipping NamedTuple's Python-level __new__.
 _new_record: Callable[[type[AnswerRecord], tuple[Any, ...]], AnswerRecord] = tuple.__new__
+#: ``submitted_at`` of a record whose time could not be read (its answer is malformed).
+_NO_TIME = datetime(1970, 1, 1, tzinfo=UTC)
+#: Times by position in a batch, and the positions whose time could not be read.
+_Times = tuple[list[datetime], dict[int, MalformedAnswer]]
 
 
 @contextmanager
@@ -105,6 +132,20 @@ def decode_json(text: str | bytes) -> Any:
         return json.loads(text)
 
 
+def _decode_answer(text: Any) -> Any:
+    """:func:`decode_json` for one row's ``answer``, a :class:`MalformedAnswer` if it fails."""
+    try:
+        return _orjson_loads(text)
+    except orjson.JSONDecodeError:
+        pass
+    if text is None or type(text) is int or type(text) is float:
+        return text
+    try:
+        return json.loads(text)
+    except (ValueError, TypeError, RecursionError) as exc:  # JSONDecodeError is a ValueError
+        return MalformedAnswer("answer", type(exc).__name__)
+
+
 def fetch_answers(session: Session, answer_ids: Sequence[str]) -> dict[str, AnswerRecord]:
     """The answers among ``answer_ids`` that exist, by id, in one SELECT.
 
@@ -113,6 +154,11 @@ def fetch_answers(session: Session, answer_ids: Sequence[str]) -> dict[str, Answ
     sit in: decoded in the order the caller walks them next rather than the database's,
     they are read back with far fewer cache misses (building 5000 rows from them took
     about a third less time, before decryption).
+
+    A row whose ``answer`` or ``submitted_at`` cannot be read has a
+    :class:`MalformedAnswer` as its ``answer``. On PostgreSQL, timestamps in a
+    ``DateStyle`` other than ISO still fail the whole call (``NotImplementedError``, from
+    psycopg): the session's configuration, not one row, is at fault.
     """
     unique_ids = list(dict.fromkeys(answer_ids))
     if not unique_ids:
@@ -131,7 +177,7 @@ def fetch_answers(session: Session, answer_ids: Sequence[str]) -> dict[str, Answ
 
 def _records(
     rows: Sequence[Any],
-    parse_times: Callable[[tuple[Any, ...]], list[datetime]],
+    parse_times: Callable[[tuple[Any, ...]], _Times],
     order: Sequence[str],
 ) -> dict[str, AnswerRecord]:
     """Records from ``(id, submission id, user name, time text, answer JSON)`` rows,
@@ -146,38 +192,49 @@ def _records(
     ids, submission_ids, user_names, time_texts, answer_texts = zip(*rows, strict=True)
     try:
         items = list(map(_orjson_loads, answer_texts))
-    except orjson.JSONDecodeError:  # some document needs json.loads
-        items = list(map(decode_json, answer_texts))
-    fields = zip(ids, submission_ids, user_names, parse_times(time_texts), items, strict=True)
+    except orjson.JSONDecodeError:  # some document needs json.loads, or is not JSON
+        items = list(map(_decode_answer, answer_texts))
+    times, bad_times = parse_times(time_texts)
+    for position, malformed in bad_times.items():
+        items[position] = malformed
+    fields = zip(ids, submission_ids, user_names, times, items, strict=True)
     return dict(zip(ids, map(_new_record, repeat(AnswerRecord), fields), strict=True))
 
 
-def _postgres_times(connection: Connection) -> Callable[[tuple[str, ...]], list[datetime]]:
+def _postgres_times(connection: Connection) -> Callable[[tuple[str, ...]], _Times]:
     """Parses ``timestamptz`` text as this connection's server prints it, to UTC."""
 
-    def parse_all(texts: tuple[str, ...]) -> list[datetime]:
+    def parse_all(texts: tuple[str, ...]) -> _Times:
         try:
             values = list(map(_fromisoformat, texts))
-        except ValueError:
-            pass
-        else:
             zones = set(map(_tzinfo_of, values))
             if zones == {UTC}:  # the server's TimeZone is UTC
-                return values
+                return values, {}
             if None not in zones:
-                return list(map(_to_utc, values))
+                return list(map(_to_utc, values)), {}
+        except (ValueError, TypeError, OverflowError):
+            pass
+        from psycopg import DataError
+
         loader: Callable[[str], datetime] | None = None
         values = []
-        for text in texts:
+        failed: dict[int, MalformedAnswer] = {}
+        for position, text in enumerate(texts):
             try:
-                value: datetime | None = _fromisoformat(text)
-            except ValueError:
-                value = None
-            if value is None or value.tzinfo is None:  # not ISO text: psycopg decides
-                loader = loader or _driver_time_loader(connection)
-                value = loader(text)
-            values.append(value.astimezone(UTC))
-        return values
+                try:
+                    value: datetime | None = _fromisoformat(text)
+                except ValueError:
+                    value = None
+                if value is None or value.tzinfo is None:  # not ISO text: psycopg decides
+                    loader = loader or _driver_time_loader(connection)
+                    value = loader(text)
+                values.append(value.astimezone(UTC))
+            # infinity, a year past 9999 or BC: this row's. Another DateStyle (psycopg's
+            # NotImplementedError) is the session's, and fails them all.
+            except (DataError, ValueError, TypeError, OverflowError) as exc:
+                values.append(_NO_TIME)
+                failed[position] = MalformedAnswer("submitted_at", type(exc).__name__)
+        return values, failed
 
     return parse_all
 
@@ -197,7 +254,7 @@ def _driver_time_loader(connection: Connection) -> Callable[[str], datetime]:
     return load
 
 
-def _sqlite_times(texts: tuple[str, ...]) -> list[datetime]:
+def _sqlite_times(texts: tuple[str, ...]) -> _Times:
     """SQLite stores naive UTC text (``2024-05-01 00:00:07.000000``): make it aware."""
     try:
         values = list(map(_fromisoformat, map(str.__add__, texts, repeat("+00:00"))))
@@ -205,8 +262,16 @@ def _sqlite_times(texts: tuple[str, ...]) -> list[datetime]:
         pass
     else:
         if set(map(_tzinfo_of, values)) == {UTC}:
-            return values
-    return [_sqlite_time(text) for text in texts]
+            return values, {}
+    values = []
+    failed: dict[int, MalformedAnswer] = {}
+    for position, text in enumerate(texts):
+        try:
+            values.append(_sqlite_time(text))
+        except (ValueError, TypeError, OverflowError) as exc:  # SQLite stores anything
+            values.append(_NO_TIME)
+            failed[position] = MalformedAnswer("submitted_at", type(exc).__name__)
+    return values, failed
 
 
 def _sqlite_time(text: str) -> datetime:
@@ -238,7 +303,7 @@ def _generic(connection: Connection, unique_ids: list[str]) -> dict[str, AnswerR
         cast(_answers.answer, Text),
     ).where(_answers.id.in_(unique_ids))
     records = {
-        row[0]: AnswerRecord(row[0], row[1], row[2], row[3], decode_json(row[4]))
+        row[0]: AnswerRecord(row[0], row[1], row[2], row[3], _decode_answer(row[4]))
         for row in connection.execute(statement)
     }
     return {i: records[i] for i in unique_ids if i in records}

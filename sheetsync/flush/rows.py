@@ -7,23 +7,30 @@ respondent's ``=HYPERLINK(...)`` or ``0012`` stays text.
 
 The flush builds up to 5000 rows per batch, so :class:`RowBuilder` resolves each
 question id to its column and kind once per layout, and does only a dict lookup and a
-type check per cell.
+type check per cell. A personal-info token decrypts only as the value of its own answer
+and question (:func:`sheetsync.crypto.encrypt_answer_value`): the answer's part of that
+context is built once per row, the question's once per layout.
+
+Whatever is wrong with one answer is that answer's :class:`AnswerError` alone, whose
+message is ``answer <id>, question <id or ->: <what> (<error class>)``, never the value.
+A question type this version does not know is a text column.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta, tzinfo
-from typing import Any
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import select
+from sqlalchemy import String, select, type_coerce
 from sqlalchemy.orm import Session
 
-from sheetsync.crypto import Keyring, default_keyring
-from sheetsync.errors import CryptoError, NotFoundError, ValidationError
-from sheetsync.models import Question, QuestionType, Step, Submission
+from sheetsync.crypto import Keyring, answer_context, default_keyring, question_context
+from sheetsync.errors import AnswerError, ConfigError, CryptoError, NotFoundError
+from sheetsync.flush.hydrate import MalformedAnswer
+from sheetsync.models import ID_LENGTH, Question, QuestionType, Step, Submission
 from sheetsync.settings import Settings, get_settings
 
 #: Joins the choices of a multi-choice answer.
@@ -31,15 +38,20 @@ MULTI_VALUE_SEPARATOR = ", "
 _join_choices = MULTI_VALUE_SEPARATOR.join
 #: Columns before the question columns: answer id, submitter, submitted at.
 FIXED_COLUMNS = 3
+_QUESTION_TYPES: dict[str | None, QuestionType] = {kind.value: kind for kind in QuestionType}
+_warned_types: set[str | None] = set()
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
 class Column:
-    """One question column of the sheet."""
+    """One question column of the sheet. ``type`` is the name as stored when this version
+    does not know it: such a column is shown as text."""
 
     question_id: str
     title: str
-    type: QuestionType
+    type: QuestionType | str
 
 
 @dataclass(frozen=True)
@@ -52,12 +64,14 @@ class FormLayout:
 
     @classmethod
     def from_questions(
-        cls, submission_id: str, questions: Iterable[tuple[str, str, QuestionType]]
+        cls, submission_id: str, questions: Iterable[tuple[str, str, QuestionType | str]]
     ) -> FormLayout:
-        """Build from ``(question id, title, type)`` already in form order."""
+        """Build from ``(question id, title, type)`` already in form order; a type may be
+        given by name, and an unknown one makes a text column."""
         columns: list[Column] = []
         ignored: set[str] = set()
-        for question_id, title, question_type in questions:
+        for question_id, title, type_name in questions:
+            question_type = _QUESTION_TYPES.get(type_name, type_name)
             if question_type is QuestionType.JUMBOTRON:
                 ignored.add(question_id)
             else:
@@ -74,15 +88,22 @@ class FormLayout:
 
 
 def load_layout(session: Session, submission_id: str) -> FormLayout:
-    """The layout of form ``submission_id``; :class:`NotFoundError` if there is no such form."""
+    """The layout of form ``submission_id``; :class:`NotFoundError` if there is no such form.
+
+    The type is read as text, so a type the web app added since this version is a text
+    column (logged once per process) rather than an error for the whole form.
+    """
     rows = session.execute(
-        select(Question.id, Question.title, Question.type)
+        select(Question.id, Question.title, type_coerce(Question.type, String()))
         .join(Step, Question.step_id == Step.id)
         .where(Step.submission_id == submission_id)
         .order_by(Step.position, Step.id, Question.position, Question.id)
     ).all()
     if not rows and session.get(Submission, submission_id) is None:
         raise NotFoundError(f"form {submission_id} does not exist", submission_id=submission_id)
+    for type_name in {row[2] for row in rows} - _QUESTION_TYPES.keys() - _warned_types:
+        _warned_types.add(type_name)
+        log.warning("question type %r is unknown to this version: written as text", type_name)
     return FormLayout.from_questions(submission_id, ((r[0], r[1], r[2]) for r in rows))
 
 
@@ -198,6 +219,7 @@ class RowBuilder:
         "_blank",
         "_cell_limit",
         "_cells",
+        "_contexts",
         "_decrypt",
         "_format_time",
         "_ignored",
@@ -232,53 +254,72 @@ class RowBuilder:
         self._blank = [""] * (width - FIXED_COLUMNS + 1)
         self._cells = dict.fromkeys(self._ignored, width) | self._slots
         # Resolved now so a missing key fails before the first row, not inside it.
-        self._decrypt: Callable[[str], str] = _no_personal_info
+        self._decrypt: Callable[[str, bytes], str] = _no_personal_info
+        # By cell index, the question's part of a PERSONAL_INFO column's context; empty
+        # (so false) when the form has no personal info.
+        self._contexts: tuple[bytes, ...] = ()
         if layout.has_personal_info:
             self._decrypt = (keyring or default_keyring()).decrypt
+            self._contexts = (b"",) * FIXED_COLUMNS + tuple(
+                question_context(column.question_id)
+                if column.type is QuestionType.PERSONAL_INFO
+                else b""
+                for column in layout.columns
+            )
 
     def build(
         self,
         answer_id: str,
         user_name: str | None,
         submitted_at: datetime,
-        answer_items: Iterable[Mapping[str, Any]],
+        answer_items: object,
     ) -> list[str]:
         """One row: the fixed cells, then one cell per column ("" when unanswered).
 
-        Raises :class:`ValidationError` for an answer to a question the form does not
-        have, and :class:`CryptoError` for a personal-info value that cannot be
-        decrypted. Both name the answer and the question, never the value.
+        ``answer_items`` is the answer's document as decoded (a list of items, by
+        contract), or a :class:`MalformedAnswer`. Raises :class:`AnswerError` for
+        anything wrong with this answer: a document that is not a list of items, an
+        answer to a question the form does not have, personal info that is not a token
+        (or a list of them) or does not decrypt, a value no cell can show, or any other
+        error while building the row. A :class:`ConfigError` (a :class:`MissingKeyError`,
+        say) is the configuration's fault and propagates unchanged.
         """
         # The fast path assumes well-formed items. Anything unexpected (an error, an
         # item without "questionId" or "value", an unknown question, a value that is
-        # not JSON-shaped) sends the whole row to _build_checked, the reference, which
-        # gives the result or the error: this path never decides one on its own.
+        # not a string, a list of strings, a number or null) sends the whole row to
+        # _build_checked, the reference, which gives the result or the error: this path
+        # never decides one on its own.
         if type(answer_items) is not list:
-            answer_items = list(answer_items)
+            return self._build_checked(answer_id, user_name, submitted_at, answer_items)
         limit = self._cell_limit
+        width = self._width
         cells = self._cells
         decrypt = self._decrypt
-        row = [answer_id, user_name or "", self._format_time(submitted_at), *self._blank]
-        if user_name and len(user_name) > limit:
-            row[1] = fit_cell(user_name, limit)
+        contexts = self._contexts
         try:
+            answer = answer_context(answer_id) if contexts else b""
+            row = [answer_id, user_name or "", self._format_time(submitted_at), *self._blank]
+            if user_name and len(user_name) > limit:
+                row[1] = fit_cell(user_name, limit)
             for item in answer_items:
                 index = cells[item["questionId"]]
                 value = item["value"]
                 if index < 0:
                     index = -index
-                    if value:  # None, "" and [] have nothing to decrypt
-                        value = (
-                            decrypt(value)
-                            if type(value) is str
-                            else [decrypt(part) for part in value]
-                        )
+                    if type(value) is str:
+                        if value:
+                            value = decrypt(value, answer + contexts[index])
+                    elif type(value) is list:
+                        context = answer + contexts[index]
+                        value = [decrypt(part, context) for part in value]
+                    elif value is not None:
+                        raise TypeError
                 if type(value) is str:
                     row[index] = value if len(value) <= limit else fit_cell(value, limit)
                 elif value is None:
                     row[index] = ""
-                else:  # choices (a non-string one raises: checked path), or a stray number
-                    cell = _join_choices(value) if type(value) is list else _text(value)
+                elif index != width:  # choices, or a stray number; anything when ignored
+                    cell = _join_choices(value) if type(value) is list else _scalar_text(value)
                     row[index] = cell if len(cell) <= limit else fit_cell(cell, limit)
         except Exception:
             return self._build_checked(answer_id, user_name, submitted_at, answer_items)
@@ -290,82 +331,149 @@ class RowBuilder:
         answer_id: str,
         user_name: str | None,
         submitted_at: datetime,
-        answer_items: Iterable[Mapping[str, Any]],
+        answer_items: object,
     ) -> list[str]:
         """The reference implementation of :meth:`build`, item by item with every check."""
         limit = self._cell_limit
-        slots = self._slots
-        decrypt = self._decrypt
-        row = [""] * self._width
-        row[0] = answer_id
-        if user_name:
-            row[1] = user_name if len(user_name) <= limit else fit_cell(user_name, limit)
-        row[2] = format_time(submitted_at, self._zone)
-        question_id: Any = None
+        question_id: str | None = None
         try:
-            for item in answer_items:
+            if isinstance(answer_items, MalformedAnswer):
+                raise _RowError(
+                    f"column {answer_items.column} cannot be read", answer_items.error_class
+                )
+            if not isinstance(answer_items, Iterable) or isinstance(
+                answer_items, str | bytes | bytearray | Mapping
+            ):
+                raise _RowError(f"the answer is {_kind(answer_items)}, not a list of items")
+            row = [""] * self._width
+            row[0] = answer_id
+            if user_name:
+                row[1] = user_name if len(user_name) <= limit else fit_cell(user_name, limit)
+            row[2] = format_time(submitted_at, self._zone)
+            for position, item in enumerate(answer_items):
+                question_id = None
                 if not isinstance(item, Mapping):
-                    raise _unknown_question(answer_id, None)
-                question_id = item.get("questionId")
-                if not isinstance(question_id, str):
-                    raise _unknown_question(answer_id, question_id)
-                index = slots.get(question_id)
+                    raise _RowError(f"answer[{position}] is {_kind(item)}, not an object")
+                if "questionId" not in item:
+                    raise _RowError(f"answer[{position}] has no questionId", "KeyError")
+                if not isinstance(item["questionId"], str):
+                    kind = _kind(item["questionId"])
+                    raise _RowError(f"answer[{position}] has a questionId that is {kind}")
+                question_id = item["questionId"]
+                index = self._slots.get(question_id)
                 if index is None:
                     if question_id in self._ignored:
                         continue
-                    raise _unknown_question(answer_id, question_id)
+                    raise _RowError("the form has no such question", "KeyError")
                 value = item.get("value")
                 if index < 0:
                     index = -index
-                    if value:  # None, "" and [] have nothing to decrypt
-                        value = (
-                            decrypt(value)
-                            if type(value) is str
-                            else [decrypt(part) for part in value]
-                        )
-                if type(value) is str:
-                    cell = value
-                elif type(value) is list:
-                    cell = _join(value)
+                    context = answer_context(answer_id) + self._contexts[index]
+                    cell = self._personal_cell(value, context)
                 else:
-                    cell = _text(value)
+                    cell = _cell(value)
                 row[index] = cell if len(cell) <= limit else fit_cell(cell, limit)
-        except CryptoError as exc:
-            raise CryptoError(
-                f"answer {answer_id}, question {question_id}: {exc.message}",
-                answer_id=answer_id,
-                question_id=question_id,
+        except _RowError as refused:
+            raise _answer_error(
+                answer_id, question_id, refused.description, refused.error_class
             ) from None
+        except ConfigError:
+            raise
+        except CryptoError as exc:
+            what = (
+                "the personal-info token fails authentication: tampered, corrupt, or made "
+                "for another answer or question"
+            )
+            raise _answer_error(answer_id, question_id, what, type(exc).__name__) from None
+        except Exception as exc:
+            what = "unexpected error while building the row"
+            raise _answer_error(answer_id, question_id, what, type(exc).__name__) from None
         return row
 
+    def _personal_cell(self, value: object, context: bytes) -> str:
+        if value is None:
+            return ""
+        if isinstance(value, str):
+            return self._decrypt(value, context) if value else ""
+        if isinstance(value, list):
+            for part in value:
+                if not isinstance(part, str):
+                    kind = f"a list with {_kind(part)} in it"
+                    raise _RowError(f"personal info is {kind}, not a token or a list of tokens")
+            return _join_choices([self._decrypt(part, context) for part in value])
+        raise _RowError(f"personal info is {_kind(value)}, not a token or a list of tokens")
 
-def _no_personal_info(token: str) -> str:
-    raise AssertionError("the layout has no PERSONAL_INFO column")
+
+class _RowError(Exception):
+    """Why :meth:`RowBuilder._build_checked` refuses an answer, and the error class named."""
+
+    def __init__(self, description: str, error_class: str = "TypeError") -> None:
+        super().__init__(description)
+        self.description = description
+        self.error_class = error_class
 
 
-def _unknown_question(answer_id: str, question_id: Any) -> ValidationError:
-    if not isinstance(question_id, str):
-        return ValidationError(
-            f"answer {answer_id} has an item without a questionId", answer_id=answer_id
-        )
-    return ValidationError(
-        f"answer {answer_id} has a value for question {question_id}, which is not in the form",
+def _answer_error(
+    answer_id: str, question_id: str | None, description: str, error_class: str
+) -> AnswerError:
+    # A question id comes from the answer and may be anything: keep the reason short.
+    if question_id is not None and len(question_id) > ID_LENGTH:
+        question_id = question_id[:ID_LENGTH] + "…"
+    return AnswerError(
+        f"answer {answer_id}, question {question_id or '-'}: {description} ({error_class})",
         answer_id=answer_id,
         question_id=question_id,
+        error_class=error_class,
     )
 
 
-def _join(values: list[Any]) -> str:
-    try:
-        return MULTI_VALUE_SEPARATOR.join(values)
-    except TypeError:  # a stray non-string choice
-        return MULTI_VALUE_SEPARATOR.join([_text(value) for value in values])
+def _no_personal_info(token: str, context: bytes) -> str:
+    raise AssertionError("the layout has no PERSONAL_INFO column")
 
 
-def _text(value: Any) -> str:
-    # JSON gives str, int, float, bool or None; a stray number still becomes its digits.
+def _cell(value: object) -> str:
+    """A non-personal value's cell: a string, choices, a JSON scalar; nothing else."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        parts = []
+        for part in value:
+            if isinstance(part, str):
+                parts.append(part)
+            elif part is None or isinstance(part, int | float):
+                parts.append(_scalar_text(part))
+            else:
+                kind = f"a list with {_kind(part)} in it"
+                raise _RowError(f"the value is {kind}, which a cell cannot show")
+        return _join_choices(parts)
+    if value is None or isinstance(value, int | float):
+        return _scalar_text(value)
+    raise _RowError(f"the value is {_kind(value)}, which a cell cannot show")
+
+
+def _scalar_text(value: object) -> str:
+    # A stray number still becomes its digits; bool before int (it is one).
     if value is None:
         return ""
-    if type(value) is bool:
+    if isinstance(value, bool):
         return "TRUE" if value else "FALSE"
-    return str(value)
+    if isinstance(value, int | float):
+        return str(value)
+    raise TypeError("not a JSON scalar")
+
+
+def _kind(value: object) -> str:
+    """What ``value`` is, in JSON's words where it has one: never the value itself."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, Mapping):
+        return "an object"
+    return f"a {type(value).__name__}"

@@ -5,7 +5,7 @@ flush only call it. A delay of days is never a Celery countdown (the Redis broke
 redelivers anything older than its visibility timeout), so a dead letter is a row with
 ``next_attempt_at`` that a beat task polls. Entries hold ids only, never rows.
 
-    PENDING ──claim_due──► REPLAYING ──mark_done──► DONE
+    PENDING ──claim_due──► REPLAYING ──complete_replays──► DONE (every id settled)
        ▲                      │ reschedule / release
        └──────────────────────┘
     FAILED (permanent: replayed only by hand)      PURGED (an operator gave up)
@@ -15,10 +15,13 @@ See docs/ARCHITECTURE.md, "Dead letters".
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import func, or_, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, sessionmaker
 
 from sheetsync import ledger
@@ -26,11 +29,15 @@ from sheetsync.db import is_postgres
 from sheetsync.keys import BufferKey
 from sheetsync.models import (
     DeadLetter,
+    DeadLetterAnswer,
     DeadLetterReason,
     DeadLetterStatus,
+    SheetTransaction,
+    SubmissionAnswer,
     TransactionType,
     utcnow,
 )
+from sheetsync.settings import Settings
 
 #: The longest error message kept on an entry.
 ERROR_CHARS_MAX = 500
@@ -42,6 +49,8 @@ DEFAULT_DISPATCH_LIMIT = 100
 PURGED_MESSAGE = "dead letter purged by an operator"
 #: Entries a purge may drop; the others are finished or owned by a running replay.
 PURGEABLE = (DeadLetterStatus.PENDING, DeadLetterStatus.FAILED)
+#: Ids per insert of an entry's answers (keeps bind parameters under SQLite's limit).
+INSERT_CHUNK = 2000
 
 Sessions = sessionmaker[Session]
 
@@ -60,8 +69,9 @@ def park(
     transaction; the ledger follows (DEAD_LETTERED, or FAILED for a permanent reason).
 
     One entry per (buffer, reason) stays open: later failures merge into it instead of
-    adding one entry per batch. A permanent failure opens a FAILED entry (nothing retries
-    it on its own) and records FAILED with the reason on each id.
+    adding one entry per batch (one insert of the new ids). A permanent failure opens a
+    FAILED entry (nothing retries it on its own) and records FAILED with the reason on
+    each id.
     """
     if not answer_ids:
         return None
@@ -70,13 +80,17 @@ def park(
     permanent = reason is DeadLetterReason.PERMANENT
     status = DeadLetterStatus.FAILED if permanent else DeadLetterStatus.PENDING
     entry = _open_entry(session, key, reason, status)
+    if entry is not None and entry.status is DeadLetterStatus.REPLAYING:
+        # Its replay failed again for the same reason: waiting again, one more attempt.
+        entry.status = DeadLetterStatus.PENDING
+        entry.attempts += 1
+        entry.next_attempt_at = now + timedelta(seconds=delay_s)
     if entry is None:
         entry = DeadLetter(
             user_id=key.user_id,
             submission_id=key.submission_id,
             spread_sheet_id=key.spread_sheet_id,
             sheet_id=key.sheet_id,
-            answer_ids=[],
             reason=reason,
             attempts=0,
             status=status,
@@ -84,13 +98,8 @@ def park(
             created_at=now,
         )
         session.add(entry)
-    present = set(entry.answer_ids)
-    merged = list(entry.answer_ids)
-    for answer_id in answer_ids:
-        if answer_id not in present:
-            present.add(answer_id)
-            merged.append(answer_id)
-    entry.answer_ids = merged
+        session.flush()  # its id
+    _add_answers(session, entry.id, answer_ids)
     entry.error_message = error_message
     entry.updated_at = now
     state = TransactionType.FAILED if permanent else TransactionType.DEAD_LETTERED
@@ -101,9 +110,48 @@ def park(
     return entry
 
 
+def _add_answers(session: Session, entry_id: int, answer_ids: Sequence[str]) -> None:
+    statement = _insert_ignoring_duplicates(session.get_bind().dialect.name)
+    unique = list(dict.fromkeys(answer_ids))
+    for start in range(0, len(unique), INSERT_CHUNK):
+        chunk = unique[start : start + INSERT_CHUNK]
+        session.execute(statement, [{"dead_letter_id": entry_id, "answer_id": i} for i in chunk])
+
+
+@functools.cache
+def _insert_ignoring_duplicates(dialect: str) -> Any:
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    return insert(DeadLetterAnswer).on_conflict_do_nothing()
+
+
+def answer_ids(session: Session, entry_id: int) -> list[str]:
+    """The answer ids an entry holds, in the order they were submitted (a replay
+    appends them in that order; ids whose answer is gone come last)."""
+    return list(
+        session.scalars(
+            select(DeadLetterAnswer.answer_id)
+            .outerjoin(SubmissionAnswer, SubmissionAnswer.id == DeadLetterAnswer.answer_id)
+            .where(DeadLetterAnswer.dead_letter_id == entry_id)
+            .order_by(SubmissionAnswer.submitted_at.asc().nulls_last(), DeadLetterAnswer.answer_id)
+        )
+    )
+
+
+def answer_count(entry_id_column: Any) -> Any:
+    """A scalar subquery counting an entry's answer ids (for listings)."""
+    return (
+        select(func.count())
+        .where(DeadLetterAnswer.dead_letter_id == entry_id_column)
+        .scalar_subquery()
+    )
+
+
 def _open_entry(
     session: Session, key: BufferKey, reason: DeadLetterReason, status: DeadLetterStatus
 ) -> DeadLetter | None:
+    """The buffer's entry for ``reason`` that new ids merge into: one waiting in
+    ``status``, or one being replayed (its ids may be failing again)."""
+    statuses = [status, DeadLetterStatus.REPLAYING]
     query = (
         select(DeadLetter)
         .where(
@@ -112,16 +160,46 @@ def _open_entry(
             DeadLetter.spread_sheet_id == key.spread_sheet_id,
             DeadLetter.sheet_id == key.sheet_id,
             DeadLetter.reason == reason,
-            DeadLetter.status == status,
+            DeadLetter.status.in_(statuses),
         )
         .order_by(DeadLetter.id)
         .limit(1)
     )
     if is_postgres(session.get_bind()):
-        # Two workers parking into one entry must not lose each other's ids. (SQLite
-        # needs nothing here: every transaction there holds the write lock from BEGIN.)
-        query = query.with_for_update()
+        # Two transactions parking for one buffer (a flush and an emit, say) must end in
+        # one entry: a row lock cannot cover an entry that does not exist yet, so they
+        # take turns on a transaction-scoped advisory lock named after (buffer, reason).
+        # (SQLite needs nothing here: every transaction holds the write lock from BEGIN.)
+        session.execute(
+            select(func.pg_advisory_xact_lock(func.hashtextextended(f"{key.base}|{reason}", 0)))
+        )
     return session.scalars(query).first()
+
+
+def delay_for(reason: DeadLetterReason, settings: Settings) -> float:
+    """How long a new entry for ``reason`` waits before its first replay."""
+    if reason is DeadLetterReason.CREDENTIAL:
+        return settings.dlq_delay_s
+    return settings.dlq_transient_delay_s
+
+
+def fail_buffer(session: Session, key: BufferKey, reason: str) -> None:
+    """The buffer's link is gone: its open entries end FAILED, their ids FAILED with
+    ``reason``, in the caller's transaction."""
+    entries = session.scalars(
+        select(DeadLetter).where(
+            DeadLetter.user_id == key.user_id,
+            DeadLetter.submission_id == key.submission_id,
+            DeadLetter.spread_sheet_id == key.spread_sheet_id,
+            DeadLetter.sheet_id == key.sheet_id,
+            DeadLetter.status.in_([DeadLetterStatus.PENDING, DeadLetterStatus.FAILED]),
+        )
+    ).all()
+    for entry in entries:
+        _fail_open_ids(session, entry, reason)
+        entry.status = DeadLetterStatus.FAILED
+        entry.error_message = reason
+        entry.updated_at = utcnow()
 
 
 def claim_due(
@@ -154,6 +232,7 @@ def claim_due(
         entries = session.scalars(query).all()
         for entry in entries:
             entry.status = DeadLetterStatus.REPLAYING
+            entry.requeued_at = None
             entry.updated_at = now
         return [entry.id for entry in entries]
 
@@ -198,6 +277,14 @@ def release(sessions: Sessions, ids: Sequence[int]) -> None:
         )
 
 
+def requeued_in(session: Session, entry: DeadLetter) -> None:
+    """A replay handed the entry's ids back to their buffer (in its transaction): from
+    now on the entry is DONE once none of them is ENQUEUED."""
+    now = utcnow()
+    entry.requeued_at = now
+    entry.updated_at = now
+
+
 def touch(sessions: Sessions, entry_id: int) -> None:
     """A replay is still working on the entry (so it does not look stale)."""
     with sessions.begin() as session:
@@ -223,29 +310,58 @@ def reschedule(sessions: Sessions, entry_id: int, error: str, delay_s: float) ->
         )
 
 
-def mark_done(sessions: Sessions, entry_id: int) -> None:
-    """Every id of the entry is in the sheet (or settled otherwise)."""
-    with sessions.begin() as session:
-        session.execute(
-            update(DeadLetter)
-            .where(DeadLetter.id == entry_id)
-            .values(status=DeadLetterStatus.DONE, error_message=None, updated_at=utcnow())
+def complete_replays(sessions: Sessions) -> list[int]:
+    """REPLAYING entries whose ids went back to their buffer and none of which is
+    ENQUEUED any more become DONE: each id is in the sheet, FAILED with a reason, or
+    parked in another entry. (Parked again for the same reason, an id makes the entry
+    PENDING.) An entry claimed but not yet requeued is never DONE: its ids are all
+    DEAD_LETTERED. Returns their ids."""
+    tx = SheetTransaction
+    in_flight = (
+        select(DeadLetterAnswer.dead_letter_id)
+        .join(
+            tx,
+            (tx.submission_answer_id == DeadLetterAnswer.answer_id)
+            & (tx.type == TransactionType.ENQUEUED),
         )
-
-
-def fail(sessions: Sessions, entry_id: int, error: str) -> DeadLetter | None:
-    """A permanent failure: the entry FAILED, its unsettled ids FAILED with ``error``."""
+        .where(
+            DeadLetterAnswer.dead_letter_id == DeadLetter.id,
+            tx.spread_sheet_id == DeadLetter.spread_sheet_id,
+            tx.sheet_id == DeadLetter.sheet_id,
+        )
+        .exists()
+    )
     with sessions.begin() as session:
-        entry = session.get(DeadLetter, entry_id)
-        if entry is None:
-            return None
-        _fail_open_ids(session, entry, error[:ERROR_CHARS_MAX])
-        entry.status = DeadLetterStatus.FAILED
-        entry.reason = DeadLetterReason.PERMANENT
-        entry.attempts += 1
-        entry.error_message = error[:ERROR_CHARS_MAX]
-        entry.updated_at = utcnow()
-        return entry
+        done = list(
+            session.scalars(
+                select(DeadLetter.id).where(
+                    DeadLetter.status == DeadLetterStatus.REPLAYING,
+                    DeadLetter.requeued_at.is_not(None),
+                    ~in_flight,
+                )
+            )
+        )
+        if done:
+            session.execute(
+                update(DeadLetter)
+                .where(
+                    DeadLetter.id.in_(done),
+                    DeadLetter.status == DeadLetterStatus.REPLAYING,
+                    DeadLetter.requeued_at.is_not(None),
+                )
+                .values(status=DeadLetterStatus.DONE, error_message=None, updated_at=utcnow())
+            )
+    return done
+
+
+def fail_in(session: Session, entry: DeadLetter, error: str) -> None:
+    """The entry can never be delivered: FAILED, its unsettled ids FAILED with ``error``
+    (in the caller's transaction)."""
+    _fail_open_ids(session, entry, error[:ERROR_CHARS_MAX])
+    entry.status = DeadLetterStatus.FAILED
+    entry.attempts += 1
+    entry.error_message = error[:ERROR_CHARS_MAX]
+    entry.updated_at = utcnow()
 
 
 def purge(sessions: Sessions, ids: Sequence[int]) -> tuple[list[int], list[tuple[int, str]]]:
@@ -285,8 +401,9 @@ def purge(sessions: Sessions, ids: Sequence[int]) -> tuple[list[int], list[tuple
 def _fail_open_ids(session: Session, entry: DeadLetter, error: str) -> None:
     """Every id of the entry that did not reach the sheet ends FAILED with ``error``: no
     id is left DEAD_LETTERED without an open entry."""
-    states = ledger.states(session, entry.answer_ids, entry.spread_sheet_id, entry.sheet_id)
-    open_ids = [i for i in entry.answer_ids if states.get(i) is not TransactionType.COMPLETED]
+    ids = answer_ids(session, entry.id)
+    states = ledger.states(session, ids, entry.spread_sheet_id, entry.sheet_id)
+    open_ids = [i for i in ids if states.get(i) is not TransactionType.COMPLETED]
     ledger.record(
         session, open_ids, entry.spread_sheet_id, entry.sheet_id, TransactionType.FAILED, error
     )

@@ -9,16 +9,22 @@ whose buffer vanished (Redis lost its data), using the DB row as the outbox.
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import and_, select
+from sqlalchemy import and_, func, select
+from sqlalchemy.orm import Session
 
-from sheetsync.buffers.push import push
-from sheetsync.dispatch import QUEUE_DEFAULT, FlushTask, queue_for_plan, send_all
+from sheetsync import ledger, links
+from sheetsync.buffers.push import push, send_tasks
+from sheetsync.dispatch import QUEUE_DEFAULT, FlushTask, get_dispatcher, queue_for_plan
+from sheetsync.errors import ConfigError
+from sheetsync.flush import intents
+from sheetsync.flush.batches import MISSING_ANSWER
 from sheetsync.keys import BufferKey
 from sheetsync.models import (
+    SheetIntent,
     SheetTransaction,
     SpreadSheet,
     SubmissionAnswer,
@@ -34,37 +40,17 @@ log = logging.getLogger(__name__)
 def sweep(pipeline: Pipeline) -> list[FlushTask]:
     """Re-dispatch every job that is stuck, and drop empty buffers from the index.
 
-    The rule is sweep.lua's; this walks the buffer index and sends what it returns.
+    The rule is sweep.lua's; this reads only the buffers the due index says are due (a
+    job past its due time and grace, or past its lease), and sends what it returns.
     """
-    buffers = [key for key, _ in pipeline.store.indexed_buffers()]
-    tasks = pipeline.store.sweep(buffers, QUEUE_DEFAULT)
+    buffers = pipeline.store.due_buffers()
+    if not buffers:
+        return []
+    tasks = pipeline.store.sweep(buffers, QUEUE_DEFAULT, _busy_queues())
     for task in tasks:
         log.warning("sweeper re-dispatches %s (replacing %s)", task.token, task.superseded)
-    send_all(tasks)
+    send_tasks(pipeline.store, tasks)
     return tasks
-
-
-def _missing_from_buffer(pipeline: Pipeline, key: BufferKey, ids: list[str]) -> list[str]:
-    """The ids that are not in the buffer's list.
-
-    Pushing an id twice is harmless (a flush skips what the ledger says is settled, and
-    an id twice in one batch once), so this only avoids needless work: an empty buffer
-    with no job lost everything; a busy one is checked id by id.
-    """
-    client = pipeline.redis
-    length, has_job = client.llen(key.buf), client.exists(key.job)
-    if not length and not has_job:
-        return ids
-    if length and not has_job:
-        # Ids with no task and no index entry (Redis lost some keys): enqueue only makes
-        # a job for an empty list, so give this one its job here.
-        send_all(pipeline.store.sweep([key], QUEUE_DEFAULT))
-    pipe = client.pipeline(transaction=False)
-    for answer_id in ids:
-        pipe.lpos(key.buf, answer_id)
-    return [
-        answer_id for answer_id, found in zip(ids, pipe.execute(), strict=True) if found is None
-    ]
 
 
 @dataclass(frozen=True)
@@ -73,24 +59,128 @@ class ReconcileReport:
     answers: int
 
 
-def reconcile(pipeline: Pipeline, *, limit: int = 50_000) -> ReconcileReport:
+#: ENQUEUED ids of one buffer checked per pass (a larger backlog is checked in parts).
+DEFAULT_IDS_PER_BUFFER = 50_000
+#: Ids per LRANGE when a buffer's list is read whole.
+LIST_CHUNK = 10_000
+
+
+@dataclass(frozen=True)
+class _Group:
+    """The old ENQUEUED rows of one (sheet, form, link owner): None where gone."""
+
+    spread_sheet_id: str
+    sheet_id: int
+    submission_id: str | None
+    user_id: str | None
+    plan: Any
+    count: int
+
+    @property
+    def key(self) -> BufferKey | None:
+        if self.submission_id is None or self.user_id is None:
+            return None
+        return BufferKey(self.user_id, self.submission_id, self.spread_sheet_id, self.sheet_id)
+
+
+def reconcile(
+    pipeline: Pipeline, *, ids_per_buffer: int = DEFAULT_IDS_PER_BUFFER
+) -> ReconcileReport:
     """Push again the ENQUEUED answers older than ``reconcile_after_s`` that are not in
     their buffer: their ids were lost from Redis (a restart, a failover, a push that
-    never ran). An empty buffer with no job lost everything; a busy buffer that lost a
-    few ids is covered too, by checking each id with LPOS."""
+    never ran).
+
+    It costs what is lost, not what is waiting: one grouped query counts the old
+    ENQUEUED ids per buffer, and one pipelined round trip compares each count with the
+    buffer's length. Only a buffer with fewer ids than that, or no job, is read whole
+    and compared id by id. (A list that also holds ids settled but not yet trimmed can
+    hide a loss for a while; once the buffer drains, the loss shows and is repaired.)
+    Every buffer is looked at in every pass, so a large backlog in one cannot hide a
+    loss in another.
+
+    Ids an open intent covers are left alone until a flush resolves the intent (it may
+    have landed); a buffer whose intent nothing would resolve gets a flush. An id
+    whose answer or link is gone ends FAILED with the reason."""
     cutoff = utcnow() - timedelta(seconds=pipeline.settings.reconcile_after_s)
+    with pipeline.sessions() as session:
+        open_intents = intents.all_open(session)
+        groups = [_Group(*row) for row in session.execute(_lost_groups(cutoff)).all()]
+    _flush_stale_intents(pipeline, open_intents)
+    covered = {
+        (intent.spread_sheet_id, intent.sheet_id, answer_id)
+        for intent in open_intents
+        for answer_id in intent.answer_ids
+    }
+    _fail_orphans(pipeline, [g for g in groups if g.key is None], cutoff)
+    buffers = answers = 0
+    for group in _short_buffers(pipeline, [g for g in groups if g.key is not None]):
+        key = group.key
+        assert key is not None
+        with pipeline.sessions() as session:
+            ids = _old_ids(session, group, cutoff, ids_per_buffer)
+        ids = [i for i in ids if (key.spread_sheet_id, key.sheet_id, i) not in covered]
+        missing = _missing_from_buffer(pipeline, key, ids)
+        if missing and push(pipeline.store, [(key, queue_for_plan(group.plan))], missing):
+            buffers += 1
+            answers += len(missing)
+    if answers:
+        log.warning("reconciler re-pushed %d answers to %d buffers", answers, buffers)
+    return ReconcileReport(buffers, answers)
+
+
+def _short_buffers(pipeline: Pipeline, groups: list[_Group]) -> list[_Group]:
+    """The groups whose buffer holds fewer ids than are ENQUEUED for it, or has no job
+    (one pipelined round trip for all of them)."""
+    pipe = pipeline.redis.pipeline(transaction=False)
+    for group in groups:
+        key = group.key
+        assert key is not None
+        pipe.llen(key.buf)
+        pipe.exists(key.job)
+    replies = pipe.execute()
+    short = []
+    for n, group in enumerate(groups):
+        length, has_job = replies[2 * n], replies[2 * n + 1]
+        if length < group.count or not has_job:
+            short.append(group)
+    return short
+
+
+def _missing_from_buffer(pipeline: Pipeline, key: BufferKey, ids: list[str]) -> list[str]:
+    """The ids that are not in the buffer's list (read whole, in chunks).
+
+    Pushing an id twice is harmless (a flush skips what the ledger says is settled), so
+    this only avoids needless work."""
+    client = pipeline.redis
+    length, has_job = client.llen(key.buf), client.exists(key.job)
+    if not length:
+        return ids
+    if not has_job:
+        # Ids with no task (Redis lost some keys): enqueue only makes a job for an empty
+        # list, so give this one its job here.
+        send_tasks(pipeline.store, pipeline.store.sweep([key], QUEUE_DEFAULT))
+    pipe = client.pipeline(transaction=False)
+    for start in range(0, length, LIST_CHUNK):
+        pipe.lrange(key.buf, start, start + LIST_CHUNK - 1)
+    present = {raw.decode() for chunk in pipe.execute() for raw in chunk}
+    return [answer_id for answer_id in ids if answer_id not in present]
+
+
+def _lost_groups(cutoff: datetime) -> Any:
+    """Old ENQUEUED rows counted per (sheet, form, link owner), with the owner's plan;
+    the form or owner is None where the answer or the link is gone."""
     tx = SheetTransaction
-    query = (
+    return (
         select(
-            SpreadSheet.create_user_id,
-            SubmissionAnswer.submission_id,
             tx.spread_sheet_id,
             tx.sheet_id,
+            SubmissionAnswer.submission_id,
+            SpreadSheet.create_user_id,
             User.plan,
-            tx.submission_answer_id,
+            func.count(),
         )
-        .join(SubmissionAnswer, SubmissionAnswer.id == tx.submission_answer_id)
-        .join(
+        .outerjoin(SubmissionAnswer, SubmissionAnswer.id == tx.submission_answer_id)
+        .outerjoin(
             SpreadSheet,
             and_(
                 SpreadSheet.submission_id == SubmissionAnswer.submission_id,
@@ -98,26 +188,81 @@ def reconcile(pipeline: Pipeline, *, limit: int = 50_000) -> ReconcileReport:
                 SpreadSheet.sheet_id == tx.sheet_id,
             ),
         )
-        .join(User, User.id == SpreadSheet.create_user_id)
+        .outerjoin(User, User.id == SpreadSheet.create_user_id)
         .where(tx.type == TransactionType.ENQUEUED, tx.updated_at < cutoff)
-        .order_by(SubmissionAnswer.submitted_at, tx.submission_answer_id)
+        .group_by(
+            tx.spread_sheet_id,
+            tx.sheet_id,
+            SubmissionAnswer.submission_id,
+            SpreadSheet.create_user_id,
+            User.plan,
+        )
+    )
+
+
+def _old_ids(session: Session, group: _Group, cutoff: datetime, limit: int) -> list[str]:
+    """The group's old ENQUEUED ids, oldest first."""
+    tx = SheetTransaction
+    query = (
+        select(tx.submission_answer_id)
+        .where(
+            tx.type == TransactionType.ENQUEUED,
+            tx.updated_at < cutoff,
+            tx.spread_sheet_id == group.spread_sheet_id,
+            tx.sheet_id == group.sheet_id,
+        )
+        .order_by(tx.updated_at, tx.submission_answer_id)
         .limit(limit)
     )
-    grouped: dict[tuple[BufferKey, str], list[str]] = defaultdict(list)
-    with pipeline.sessions() as session:
-        for user_id, submission_id, spread_sheet_id, sheet_id, plan, answer_id in session.execute(
-            query
-        ):
-            key = BufferKey(user_id, submission_id, spread_sheet_id, sheet_id)
-            grouped[(key, queue_for_plan(plan))].append(answer_id)
-    if not grouped:
-        return ReconcileReport(0, 0)
-    buffers = answers = 0
-    for (key, queue), candidates in grouped.items():
-        ids = _missing_from_buffer(pipeline, key, list(dict.fromkeys(candidates)))
-        if ids and push(pipeline.store, [(key, queue)], ids):
-            buffers += 1
-            answers += len(ids)
-    if answers:
-        log.warning("reconciler re-pushed %d answers to %d buffers", answers, buffers)
-    return ReconcileReport(buffers, answers)
+    if group.submission_id is None:
+        query = query.where(
+            ~select(SubmissionAnswer.id)
+            .where(SubmissionAnswer.id == tx.submission_answer_id)
+            .exists()
+        )
+    else:
+        query = query.join(SubmissionAnswer, SubmissionAnswer.id == tx.submission_answer_id).where(
+            SubmissionAnswer.submission_id == group.submission_id
+        )
+    return list(session.scalars(query))
+
+
+def _fail_orphans(pipeline: Pipeline, groups: list[_Group], cutoff: datetime) -> None:
+    """ENQUEUED ids whose answer or link is gone: FAILED with the reason."""
+    failed = 0
+    with pipeline.sessions.begin() as session:
+        for group in groups:
+            reason = MISSING_ANSWER if group.submission_id is None else links.LINK_REMOVED
+            ids = _old_ids(session, group, cutoff, DEFAULT_IDS_PER_BUFFER)
+            ledger.record(
+                session, ids, group.spread_sheet_id, group.sheet_id, TransactionType.FAILED, reason
+            )
+            failed += len(ids)
+    if failed:
+        log.warning("reconciler failed %d answers whose answer or link is gone", failed)
+
+
+def _busy_queues() -> frozenset[str]:
+    try:
+        return get_dispatcher().waiting_queues() or frozenset()
+    except ConfigError:
+        return frozenset()  # no dispatcher: nobody is busy
+
+
+def _flush_stale_intents(pipeline: Pipeline, open_intents: list[SheetIntent]) -> None:
+    """An intent whose buffer has no job (Redis lost it) would never be resolved: give
+    that buffer a flush, which resolves it before anything else (waiting, if the append
+    may still land, until its deadline has passed)."""
+    if not open_intents:
+        return
+    tasks = []
+    for intent in open_intents:
+        key = BufferKey(
+            intent.user_id, intent.submission_id, intent.spread_sheet_id, intent.sheet_id
+        )
+        if pipeline.redis.exists(key.job):
+            continue
+        task = pipeline.store.adopt(key, QUEUE_DEFAULT, even_empty=True)
+        if task is not None:
+            tasks.append(task)
+    send_tasks(pipeline.store, tasks)

@@ -1,50 +1,58 @@
-"""Dead-letter replay: due entries go back to the sheet, exactly once.
+"""Dead-letter replay: a due entry's ids go back to their buffer, and from there through
+the one write path every answer takes.
 
-The beat dispatcher claims due PENDING entries (:func:`deadletters.claim_due`) and sends
-one replay task each. A replay first reads the sheet's id column and marks what is already
-there COMPLETED (an earlier attempt may have landed before it died), then appends the
-rest through the rate limiter, batch by batch, recording progress in the ledger.
+The beat dispatcher claims due entries (:func:`deadletters.claim_due`) and sends one
+replay task each. A replay records the entry's ids that are not in the sheet ENQUEUED,
+in one transaction, then pushes them to the link's buffer: the
+ledger rows are the outbox, as for an emit, and the reconciler pushes them if this
+process dies first. The flush then writes them like any other answer (lease, durable
+intent, limiter, alerts, backoff); if they fail again for the same reason they go back
+into this entry with one more attempt; once none is ENQUEUED the entry is DONE.
+``sheetsync dlq replay --now`` runs the same replay, then drives the buffer's flushes in
+its own process (:func:`flush_here`).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sheetsync import credentials, crypto, ledger
-from sheetsync.alerts import send_alert
-from sheetsync.dispatch import get_dispatcher
-from sheetsync.errors import (
-    CredentialError,
-    NotFoundError,
-    PermanentError,
-    RateLimited,
-    TransientError,
-)
-from sheetsync.flush.batches import BatchBuilder
+from sqlalchemy.orm import Session
+
+from sheetsync import credentials, ledger, links
+from sheetsync.buffers.push import push, send_tasks
+from sheetsync.dispatch import QUEUE_DEFAULT, FlushTask, get_dispatcher
+from sheetsync.errors import NotFoundError
+from sheetsync.flush.outcomes import Tally
+from sheetsync.flush.run import flush
 from sheetsync.keys import BufferKey
 from sheetsync.models import (
     CredentialStatus,
     DeadLetter,
+    DeadLetterReason,
     DeadLetterStatus,
     GoogleCredential,
     TransactionType,
 )
 from sheetsync.pipeline import Pipeline
 from sheetsync.recovery import deadletters
-from sheetsync.sheets.client import SheetsClient, quote_title
 
 log = logging.getLogger(__name__)
 
-Progress = Callable[[int, int], None]
+#: How long ``flush_here`` waits for a worker that holds the buffer before looking again.
+DEFAULT_WAIT_FOR_WORKER_S = 0.25
+#: The longest ``flush_here`` sleeps for a rate-limit slot before trying again.
+DEFAULT_LONGEST_NAP_S = 5.0
 
 
 @dataclass(frozen=True)
 class ReplayResult:
     summary: str
-    appended: int = 0
-    retry_in_s: float | None = None
+    #: The buffer the ids went back to (None when nothing was requeued).
+    key: BufferKey | None = None
+    requeued: int = 0
 
 
 def credential_reconnected(user_id: str, *, pipeline: Pipeline | None = None) -> list[int]:
@@ -62,7 +70,9 @@ def credential_reconnected(user_id: str, *, pipeline: Pipeline | None = None) ->
 
 
 def dispatch_due(pipeline: Pipeline) -> int:
-    """The beat task: claim what is due and send one replay task per entry."""
+    """The beat task: entries whose replay finished become DONE; then claim what is due
+    and send one replay task per entry."""
+    deadletters.complete_replays(pipeline.sessions)
     claimed = deadletters.claim_due(pipeline.sessions)
     dispatcher = get_dispatcher()
     for entry_id in claimed:
@@ -70,128 +80,116 @@ def dispatch_due(pipeline: Pipeline) -> int:
     return len(claimed)
 
 
-def replay(pipeline: Pipeline, entry_id: int, *, progress: Progress | None = None) -> ReplayResult:
-    """Replay one REPLAYING entry into its sheet."""
-    with pipeline.sessions() as session:
+def replay(pipeline: Pipeline, entry_id: int) -> ReplayResult:
+    """Hand a claimed (REPLAYING) entry's ids back to their buffer."""
+    with pipeline.sessions.begin() as session:
         entry = session.get(DeadLetter, entry_id)
         if entry is None or entry.status is not DeadLetterStatus.REPLAYING:
             return ReplayResult(f"entry {entry_id} is not replaying; skipped")
         key = BufferKey(entry.user_id, entry.submission_id, entry.spread_sheet_id, entry.sheet_id)
-        answer_ids = list(entry.answer_ids)
-        credential = session.get(GoogleCredential, entry.user_id)
-        credential_ok = credential is not None and credential.status is CredentialStatus.VALID
-        account, refresh_token = "", ""
-        if credential is not None and credential_ok:
-            account = credential.google_account_id
-            refresh_token = crypto.decrypt(credential.refresh_token)
+        waiting = _credential_still_broken(session, entry)
+        if waiting is None:
+            target = _target(session, entry, key)
+            if target is not None:
+                ids = _requeue(session, entry)
+    if waiting is not None:
+        deadletters.reschedule(pipeline.sessions, entry_id, waiting, pipeline.settings.dlq_delay_s)
+        return ReplayResult(f"entry {entry_id}: {waiting}; next try in the credential delay")
+    if target is None:
+        return ReplayResult(f"entry {entry_id}: its link is gone; its answers are FAILED")
+    push(pipeline.store, [target], ids)
+    return ReplayResult(
+        f"entry {entry_id}: {len(ids)} answers back in their buffer",
+        key=target[0],
+        requeued=len(ids),
+    )
+
+
+def _credential_still_broken(session: Session, entry: DeadLetter) -> str | None:
+    """Why a CREDENTIAL entry cannot be replayed yet (the owner has not reconnected)."""
+    if entry.reason is not DeadLetterReason.CREDENTIAL:
+        return None
+    credential = session.get(GoogleCredential, entry.user_id)
+    if credential is None:
+        return f"owner {entry.user_id} has no Google credential"
+    if credential.status is not CredentialStatus.VALID:
+        return f"owner {entry.user_id}'s credential is still {credential.status.value}"
+    return None
+
+
+def _target(session: Session, entry: DeadLetter, key: BufferKey) -> tuple[BufferKey, str] | None:
+    """The (buffer, queue) of the link that now sends this form to this sheet; None, with
+    the entry and its ids FAILED, when there is no such link any more."""
     try:
-        if not credential_ok:
-            raise CredentialError(f"owner {entry.user_id}'s credential is not valid")
-        client = SheetsClient(
-            refresh_token, settings=pipeline.settings, acquire=pipeline.limiter.acquirer(account)
-        )
-        appended = _Replayer(pipeline, key, client, entry_id).run(answer_ids, progress)
-    except RateLimited as limited:
-        deadletters.touch(pipeline.sessions, entry_id)
-        return ReplayResult(f"entry {entry_id} rate limited", retry_in_s=limited.retry_after_s)
-    except CredentialError as exc:
-        deadletters.reschedule(pipeline.sessions, entry_id, str(exc), pipeline.settings.dlq_delay_s)
-        with pipeline.sessions.begin() as session:
-            credentials.mark(session, key.user_id, CredentialStatus.INVALID)
-        send_alert(
-            f"dead letter {entry_id} (owner {key.user_id}): credential still failing; "
-            f"next try in {pipeline.settings.dlq_delay_s / 86400:.0f} days"
-        )
-        return ReplayResult(f"entry {entry_id}: credential failed again")
-    except PermanentError as exc:
-        deadletters.fail(pipeline.sessions, entry_id, str(exc))
-        send_alert(
-            f"dead letter {entry_id} (form {key.submission_id}, spreadsheet "
-            f"{key.spread_sheet_id} gid {key.sheet_id}) failed permanently: {exc}"
-        )
-        return ReplayResult(f"entry {entry_id} failed permanently: {exc}")
-    except TransientError as exc:
-        deadletters.reschedule(
-            pipeline.sessions, entry_id, str(exc), pipeline.settings.dlq_transient_delay_s
-        )
-        return ReplayResult(f"entry {entry_id}: transient failure, rescheduled")
-    deadletters.mark_done(pipeline.sessions, entry_id)
-    return ReplayResult(f"entry {entry_id}: {appended} rows appended", appended=appended)
+        links.check(session, key)
+    except links.LinkGone as gone:
+        if gone.successor is not None:
+            return gone.successor
+        deadletters.fail_in(session, entry, gone.reason)
+        return None
+    return key, links.queue_of(session, key.user_id)
 
 
-class _Replayer:
-    def __init__(self, pipeline: Pipeline, key: BufferKey, client: SheetsClient, entry_id: int):
-        self.p = pipeline
-        self.key = key
-        self.client = client
-        self.entry_id = entry_id
+def _requeue(session: Session, entry: DeadLetter) -> list[str]:
+    """The entry's ids not in the sheet, recorded ENQUEUED. The entry stays REPLAYING
+    until none of them is ENQUEUED (:func:`deadletters.complete_replays`); failing again
+    for its reason puts them back in it, one attempt more."""
+    ids = deadletters.answer_ids(session, entry.id)
+    states = ledger.states(session, ids, entry.spread_sheet_id, entry.sheet_id)
+    requeued = [i for i in ids if states.get(i) is not TransactionType.COMPLETED]
+    ledger.record(
+        session, requeued, entry.spread_sheet_id, entry.sheet_id, TransactionType.ENQUEUED
+    )
+    deadletters.requeued_in(session, entry)
+    return requeued
 
-    def run(self, answer_ids: list[str], progress: Progress | None) -> int:
-        title = self._title()
-        quoted = quote_title(title)
-        column = self.client.read_values(self.key.spread_sheet_id, f"{quoted}!A:A")
-        in_sheet = {row[0] for row in column if row}
-        with self.p.sessions.begin() as session:
-            states = ledger.states(session, answer_ids, self.key.spread_sheet_id, self.key.sheet_id)
-            landed = [i for i in answer_ids if i in in_sheet]
-            ledger.record(
-                session,
-                landed,
-                self.key.spread_sheet_id,
-                self.key.sheet_id,
-                TransactionType.COMPLETED,
-            )
-        todo = [
-            i
-            for i in dict.fromkeys(answer_ids)
-            if i not in in_sheet and states.get(i) is not TransactionType.COMPLETED
-        ]
-        header_needed = not column or not column[0]
-        builder = BatchBuilder(self.p.settings, self.key)
-        done, appended = len(answer_ids) - len(todo), 0
-        if progress:
-            progress(done, len(answer_ids))
-        while todo:
-            with self.p.sessions() as session:
-                batch = builder.build(
-                    session,
-                    todo[: self.p.settings.batch_size],
-                    skip=frozenset({TransactionType.COMPLETED}),
-                )
-            batch = batch.cut(self.p.settings.request_bytes_max, header=header_needed)
-            if batch.rows:
-                rows = ([batch.header] if header_needed else []) + batch.rows
-                self.client.append_rows(self.key.spread_sheet_id, f"{quoted}!A1", rows)
-                header_needed = False
-            with self.p.sessions.begin() as session:
-                ledger.record(
-                    session,
-                    batch.appended_ids,
-                    self.key.spread_sheet_id,
-                    self.key.sheet_id,
-                    TransactionType.COMPLETED,
-                )
-                for reason, failed in batch.failures_by_reason().items():
-                    ledger.record(
-                        session,
-                        failed,
-                        self.key.spread_sheet_id,
-                        self.key.sheet_id,
-                        TransactionType.FAILED,
-                        reason,
-                    )
-            deadletters.touch(self.p.sessions, self.entry_id)
-            appended += len(batch.rows)
-            done += len(batch.consumed)
-            todo = todo[len(batch.consumed) :]
-            if progress:
-                progress(done, len(answer_ids))
-        return appended
 
-    def _title(self) -> str:
-        cached = self.p.store.sheet_cache(self.key).title
-        if cached is not None:
-            return cached
-        title = self.client.sheet_title(self.key.spread_sheet_id, self.key.sheet_id)
-        self.p.store.remember_sheet(self.key, title=title)
-        return title
+def flush_here(
+    pipeline: Pipeline, key: BufferKey, done: Callable[[], bool], *, on_progress: Callable[[], None]
+) -> Tally:
+    """Run the buffer's flushes in this process until ``done()``, with the code the
+    workers run. A run a worker already holds is left to it: this waits and watches.
+    Whatever task the buffer waits for when this stops is handed to the workers.
+
+    Returns what the runs in this process did, summed (a worker's runs are not in it)."""
+    total = Tally()
+    unsent: FlushTask | None = None
+    try:
+        while not done():
+            adopted = pipeline.store.adopt(key, QUEUE_DEFAULT)
+            if adopted is None:
+                time.sleep(DEFAULT_WAIT_FOR_WORKER_S)
+                on_progress()
+                continue
+            if adopted.superseded:
+                _revoke(adopted.superseded)
+            current: FlushTask | None = adopted
+            while current is not None:
+                unsent = current
+                outcome = flush(pipeline, current.token)
+                total.appended += outcome.tally.appended
+                total.parked += outcome.tally.parked
+                total.failed += outcome.tally.failed
+                total.requests += outcome.tally.requests
+                on_progress()
+                unsent = outcome.next
+                if outcome.status == "retry" and outcome.retry_in_s is not None:
+                    # The job waits for this same token again, after the backoff.
+                    unsent = FlushTask(current.token, current.queue, outcome.retry_in_s)
+                if done() or unsent is None:
+                    break
+                tally = outcome.tally
+                if not (tally.appended or tally.failed or tally.parked):
+                    time.sleep(min(unsent.countdown_s, DEFAULT_LONGEST_NAP_S))
+                current = FlushTask(unsent.token, unsent.queue, 0.0)
+    finally:
+        if unsent is not None:
+            send_tasks(pipeline.store, [unsent])  # the rest goes on in the workers
+    return total
+
+
+def _revoke(token: str) -> None:
+    try:
+        get_dispatcher().revoke(token)
+    except Exception as exc:
+        log.info("revoke of %s failed: %s", token, type(exc).__name__)

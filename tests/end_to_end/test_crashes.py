@@ -12,6 +12,13 @@ from sheetsync.keys import BufferKey
 from sheetsync.recovery import repair
 
 
+def open_intents(pipeline):
+    from sheetsync.flush import intents
+
+    with pipeline.sessions() as session:
+        return intents.all_open(session)
+
+
 class Crash(Exception):
     """Stands for the process dying at this point."""
 
@@ -55,7 +62,8 @@ def test_crash_between_enqueue_script_and_apply_async(scene, world, worker, monk
     from sheetsync.pipeline import get_pipeline
 
     _, sheet, ids, key = scene
-    monkeypatch.setattr("sheetsync.buffers.push.send_all", lambda tasks: None)  # task never sent
+    # The process dies before it sends the task.
+    monkeypatch.setattr("sheetsync.buffers.push.send_tasks", lambda store, tasks: None)
     for answer_id in ids:
         emit_answer_submitted(answer_id)
     pipeline = get_pipeline()
@@ -68,7 +76,7 @@ def test_crash_after_append_before_completed(scene, world, worker, monkeypatch):
     from sheetsync.pipeline import get_pipeline
 
     _, sheet, ids, _ = scene
-    fired = crash_once(monkeypatch, FlushRun, "settle", when=lambda run, batch, **k: batch.rows)
+    fired = crash_once(monkeypatch, FlushRun, "settle", when=lambda run, batch, *a, **k: batch.rows)
     for answer_id in ids:
         emit_answer_submitted(answer_id)
     pipeline = get_pipeline()
@@ -96,7 +104,7 @@ def test_crash_after_completed_before_ltrim(scene, world, worker, monkeypatch, a
 
     _, sheet, ids, _ = scene
     fired = crash_once(
-        monkeypatch, BufferStore, "trim", when=lambda store, key, token, count, last: count > 0
+        monkeypatch, BufferStore, "trim", when=lambda store, key, lease, count, last: count > 0
     )
     for answer_id in ids:
         emit_answer_submitted(answer_id)
@@ -116,13 +124,12 @@ def test_worker_killed_mid_flush(world, pipeline_env, worker_processes, admin):
     form = world.form()
     sheet = world.sheet(form)
     ids = world.answers(form, 40)
-    key = BufferKey(form.owner_id, form.submission_id, sheet.spreadsheet_id, sheet.gid)
     [proc] = workers.start(1)
     admin.add_fault("values.append", 1, "hang", seconds=1.0)  # committed after the hang
 
     for answer_id in ids:
         emit_answer_submitted(answer_id)
-    wait_until(lambda: pipeline.redis.exists(key.inflight), timeout=30)
+    wait_until(lambda: open_intents(pipeline), timeout=30)
     workers.kill_children(proc)  # SIGKILL the pool process mid-append
 
     sweep_until(world, pipeline, sheet, ids, timeout=60)

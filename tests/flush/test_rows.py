@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -13,9 +13,10 @@ import pytest
 from sqlalchemy.orm import Session
 from support.databases import on_both_databases
 
-from sheetsync.crypto import Keyring
+from sheetsync.crypto import Keyring, answer_value_context
 from sheetsync.dev.seed import seed_form
-from sheetsync.errors import CryptoError, NotFoundError, ValidationError
+from sheetsync.errors import AnswerError, CryptoError, MissingKeyError, NotFoundError
+from sheetsync.flush.hydrate import MalformedAnswer
 from sheetsync.flush.rows import (
     FormLayout,
     RowBuilder,
@@ -27,9 +28,6 @@ from sheetsync.flush.rows import (
 )
 from sheetsync.models import Question, QuestionType, Step, Submission, User
 from sheetsync.settings import Settings
-
-#: Every test here that uses the database runs on SQLite and PostgreSQL.
-pytest_generate_tests = on_both_databases
 
 #: Every test here that uses the database runs on SQLite and PostgreSQL.
 pytest_generate_tests = on_both_databases
@@ -49,6 +47,11 @@ LAYOUT = FormLayout.from_questions(
         ("note", "하고 싶은 말", QuestionType.LONG_TEXT),
     ],
 )
+
+
+def seal(plaintext: str, answer_id: str = "ans_1", question_id: str = "phone") -> str:
+    """A personal-info token for that answer and question (the web app's call)."""
+    return KEYRING.encrypt(plaintext, answer_value_context(answer_id, question_id))
 
 
 def build(items: list[dict[str, Any]], **kwargs: Any) -> list[str]:
@@ -72,7 +75,7 @@ def test_full_row() -> None:
         [
             {"questionId": "intro", "value": None},
             {"questionId": "note", "value": "감사합니다"},
-            {"questionId": "phone", "value": KEYRING.encrypt("010-1234-5678")},
+            {"questionId": "phone", "value": seal("010-1234-5678")},
             {"questionId": "interests", "value": ["AI", "데이터"]},
             {"questionId": "name", "value": "개발팀"},
         ]
@@ -109,7 +112,7 @@ def test_values_come_out_exactly_as_typed(typed: str) -> None:
     row = build(
         [
             {"questionId": "name", "value": typed},
-            {"questionId": "phone", "value": KEYRING.encrypt(typed)},
+            {"questionId": "phone", "value": seal(typed)},
             {"questionId": "interests", "value": [typed]},
         ]
     )
@@ -271,45 +274,58 @@ def test_time_formatter_cache_starts_over_without_changing_results() -> None:
         assert fast(value) == format_time(value, zone)
 
 
-def test_pii_decrypt_failure_names_answer_and_question_not_value() -> None:
-    token = Keyring([os.urandom(32)]).encrypt("010-9999-8888")
-    with pytest.raises(CryptoError) as caught:
+def test_a_token_under_an_unknown_key_is_a_configuration_error_raised_unchanged() -> None:
+    token = Keyring([os.urandom(32)]).encrypt(
+        "010-9999-8888", answer_value_context("ans_42", "phone")
+    )
+    with pytest.raises(MissingKeyError) as caught:
         build([{"questionId": "phone", "value": token}], answer_id="ans_42")
+    assert type(caught.value) is MissingKeyError
+    assert "SHEETSYNC_PII_KEYS" in str(caught.value)
+    assert "010-9999-8888" not in str(caught.value) and token not in str(caught.value)
+
+
+def test_a_tampered_token_fails_the_answer_naming_answer_and_question_not_value() -> None:
+    token = seal("010-9999-8888", "ans_42")
+    tampered = token[:-6] + ("AAAAAA" if token[-6:] != "AAAAAA" else "BBBBBB")
+    with pytest.raises(AnswerError) as caught:
+        build([{"questionId": "phone", "value": tampered}], answer_id="ans_42")
     message = str(caught.value)
-    assert "ans_42" in message and "phone" in message
-    assert "010-9999-8888" not in message and token not in message
+    assert message.startswith("answer ans_42, question phone: ")
+    assert message.endswith("(CryptoError)")
+    assert "010-9999-8888" not in message and tampered[:12] not in message
     assert caught.value.answer_id == "ans_42"  # type: ignore[attr-defined]
     assert caught.value.question_id == "phone"  # type: ignore[attr-defined]
+    assert caught.value.error_class == "CryptoError"  # type: ignore[attr-defined]
 
 
 def test_pii_that_was_never_encrypted_is_refused() -> None:
-    with pytest.raises(CryptoError, match=r"ans_1.*phone"):
+    with pytest.raises(AnswerError, match=r"^answer ans_1, question phone: .*\(CryptoError\)$"):
         build([{"questionId": "phone", "value": "010-1234-5678"}])
 
 
 def test_unknown_question_names_answer_and_question_not_value() -> None:
-    with pytest.raises(ValidationError) as caught:
+    with pytest.raises(AnswerError) as caught:
         build([{"questionId": "deleted_q", "value": "secret value"}], answer_id="ans_7")
     message = str(caught.value)
-    assert "ans_7" in message and "deleted_q" in message
-    assert "secret value" not in message
+    assert message == "answer ans_7, question deleted_q: the form has no such question (KeyError)"
     assert caught.value.question_id == "deleted_q"  # type: ignore[attr-defined]
 
 
 def test_item_without_question_id_is_refused() -> None:
-    with pytest.raises(ValidationError, match="ans_1 has an item without a questionId"):
+    with pytest.raises(AnswerError, match=r"^answer ans_1, question -: answer\[0\] has no "):
         build([{"value": "x"}])
 
 
 def test_item_that_is_not_an_object_is_refused() -> None:
     for item in ["name", None, 5, ["questionId", "name"]]:
-        with pytest.raises(ValidationError, match="ans_1 has an item without a questionId"):
+        with pytest.raises(AnswerError, match=r"^answer ans_1, question -: answer\[1\] is "):
             build([{"questionId": "name", "value": "x"}, item])  # type: ignore[list-item]
 
 
 def test_question_id_that_is_not_a_string_is_refused() -> None:
     for question_id in [5, None, ["name"], {"id": "name"}]:
-        with pytest.raises(ValidationError, match="ans_1 has an item without a questionId"):
+        with pytest.raises(AnswerError, match=r"^answer ans_1, question -: .*\(TypeError\)$"):
             build([{"questionId": question_id, "value": "x"}])
 
 
@@ -335,6 +351,7 @@ def test_items_may_come_from_any_iterable() -> None:
     items = [{"questionId": "name", "value": "개발팀"}, {"questionId": "intro", "value": "x"}]
     assert build(iter(items)) == build(items)  # type: ignore[arg-type]
     assert build(tuple(items)) == build(items)  # type: ignore[arg-type]
+    assert build(item for item in items) == build(items)  # type: ignore[arg-type]
 
 
 def test_rows_are_independent() -> None:
@@ -348,12 +365,27 @@ def test_rows_are_independent() -> None:
 def _outcome(build_row: Any, *args: Any) -> tuple[Any, ...]:
     try:
         return ("row", build_row(*args))
-    except Exception as exc:
-        return ("error", type(exc), str(exc), getattr(exc, "fields", None))
+    except MissingKeyError as exc:
+        return ("missing key", type(exc), str(exc))
+    except AnswerError as exc:
+        return ("error", type(exc), str(exc), exc.fields)
+
+
+def _strings_in(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list | tuple):
+        for part in value:
+            yield from _strings_in(part)
+    elif isinstance(value, dict):  # the values, not the question ids a message names
+        for key, part in value.items():
+            if key != "questionId":
+                yield from _strings_in(part)
 
 
 def test_fast_build_matches_the_checked_reference() -> None:
-    """Rows (and errors) from build are exactly those of the item-by-item reference."""
+    """Rows and errors from build are exactly those of the item-by-item reference; every
+    error is the answer's AnswerError (or a MissingKeyError), and names no value."""
     other_key = Keyring([os.urandom(32)])
     settings = Settings.load(timezone="America/New_York", cell_chars_max=100)
     layout = FormLayout.from_questions(
@@ -365,10 +397,32 @@ def test_fast_build_matches_the_checked_reference() -> None:
             ("interests", "관심 분야", QuestionType.MULTI_CHOICE),
             ("email", "이메일", QuestionType.PERSONAL_INFO),
             ("count", "인원", QuestionType.NUMBER),
+            ("rating", "별점", "RATING"),  # a type this version does not know
         ],
     )
     builder = RowBuilder(layout, settings, keyring=KEYRING)
     rng = random.Random(20241122)
+    tampered = seal("010-7777-6666")
+    tampered = tampered[:-4] + ("AAAA" if not tampered.endswith("AAAA") else "BBBB")
+    plaintexts = ["010-1234-5678", "z" * 150, "a@example.com", "b@example.com", "010-7777-6666"]
+    plaintexts += ["010-5555-4444", "010-3333-2222"]
+
+    # Personal info is encrypted for the item it ends up in, so these are made per item:
+    # each takes (answer id, question id).
+    def sealed(*texts: str, keyring: Keyring = KEYRING) -> Callable[[str, str], Any]:
+        def make(answer_id: str, question_id: str) -> Any:
+            context = answer_value_context(answer_id, question_id)
+            tokens = [keyring.encrypt(text, context) for text in texts]
+            return tokens[0] if len(tokens) == 1 else tokens
+
+        return make
+
+    def moved(text: str, answer_id: str | None = None, question_id: str | None = None) -> Any:
+        def make(this_answer: str, this_question: str) -> Any:
+            return seal(text, answer_id or this_answer + "_other", question_id or this_question)
+
+        return make
+
     plain: list[Any] = [
         "개발팀",
         "🎉👍🏽 emoji",
@@ -385,53 +439,98 @@ def test_fast_build_matches_the_checked_reference() -> None:
         0,
         2.5,
         -0.0,
+        float("nan"),
+        10**30,
         True,
         False,
-        {"nested": ["value"]},
+        {"nested": ["secret inside"]},  # an object: no cell shows it
+        {},
+        ["choice", {"nested": "hidden text"}],
+        ["choice", ["nested text"]],
     ]
     secret: list[Any] = [
-        KEYRING.encrypt("010-1234-5678"),
-        KEYRING.encrypt("z" * 150),
-        [KEYRING.encrypt("a@example.com"), KEYRING.encrypt("b@example.com")],
+        sealed("010-1234-5678"),
+        sealed("z" * 150),
+        sealed("a@example.com", "b@example.com"),
         "",
         None,
         [],
         "010-1234-5678",  # never encrypted
-        other_key.encrypt("010-0000-0000"),  # unknown key
-        [KEYRING.encrypt("ok"), "broken"],
+        tampered,
+        sealed("010-0000-0000", keyring=other_key),  # unknown key: a configuration error
+        lambda answer_id, question_id: [seal("ok", answer_id, question_id), "broken"],
+        lambda answer_id, question_id: [seal("ok", answer_id, question_id), 5],
         5,
+        0,
         True,
+        False,
+        lambda answer_id, question_id: {"token": seal("010-1234-5678", answer_id, question_id)},
+        moved("010-5555-4444"),  # another answer's
+        moved("010-3333-2222", question_id="email"),  # the email's, for the phone: refused
+        moved("010-3333-2222", answer_id="ans_1", question_id="phone"),
+    ]
+    odd_items: list[Any] = [
+        {"questionId": "deleted_q", "value": "x"},
+        {"value": "orphan text"},
+        {"questionId": "name"},
+        {"questionId": "phone"},
+        {"questionId": 7, "value": "x"},
+        {"questionId": ["name"], "value": "x"},
+        {"questionId": "q" * 500, "value": "x"},
+        "stray item text",
+        None,
+        5,
+        ["questionId", "name"],
+    ]
+    odd_documents: list[Any] = [
+        None,
+        42,
+        2.5,
+        True,
+        "plain document text",
+        {"questionId": "name", "value": "x"},
+        MalformedAnswer("answer", "JSONDecodeError"),
+        MalformedAnswer("submitted_at", "DataError"),
     ]
 
-    def item() -> Any:
-        roll = rng.random()
-        if roll < 0.80:
-            question_id = rng.choice(["name", "phone", "interests", "email", "count", "intro"])
+    def item(answer_id: str) -> Any:
+        if rng.random() < 0.95:
+            question_id = rng.choice(
+                ["name", "phone", "interests", "email", "count", "rating", "intro"]
+            )
             pool = secret if question_id in ("phone", "email") else plain
-            return {"questionId": question_id, "value": rng.choice(pool)}
-        return rng.choice(
-            [
-                {"questionId": "deleted_q", "value": "x"},
-                {"value": "no question"},
-                {"questionId": "name"},
-                {"questionId": "phone"},
-                {"questionId": 7, "value": "x"},
-                {"questionId": ["name"], "value": "x"},
-                "not an object",
-                None,
-            ]
-        )
+            if rng.random() < 0.7:  # mostly well-formed values, so rows are common too
+                pool = pool[:10] if question_id != "intro" else plain + secret
+            value = rng.choice(pool)
+            if callable(value):
+                value = value(answer_id, question_id)
+            return {"questionId": question_id, "value": value}
+        return rng.choice(odd_items)
 
-    outcomes = {"row": 0, "error": 0}
-    for number in range(3000):
-        items = [item() for _ in range(rng.randint(0, 8))]
+    outcomes = {"row": 0, "error": 0, "missing key": 0}
+    for number in range(4000):
+        answer_id = f"ans_{number}"
+        items: Any = [item(answer_id) for _ in range(rng.randint(0, 8))]
+        if rng.random() < 0.05:
+            items = rng.choice(odd_documents)
+        elif rng.random() < 0.05:
+            items = tuple(items)
         when = datetime(2024, 11, 3, 5, tzinfo=UTC) + timedelta(seconds=rng.randint(0, 7200))
         user_name = rng.choice([None, "", "홍길동", "n" * 101])
-        args = (f"ans_{number}", user_name, when, items)
+        args = (answer_id, user_name, when, items)
         fast = _outcome(builder.build, *args)
         assert fast == _outcome(builder._build_checked, *args), items
         outcomes[fast[0]] += 1
-    assert min(outcomes.values()) > 500  # both paths well exercised
+        if fast[0] == "error":
+            message = fast[2]
+            assert message.startswith(f"answer {answer_id}, question ")
+            assert message.endswith(f"({fast[3]['error_class']})")
+            secrets = [t for t in _strings_in(items) if len(t) >= 5 and t != "questionId"]
+            secrets += plaintexts
+            assert not [text for text in secrets if text in message], message
+            assert len(message) < 400
+    assert min(outcomes["row"], outcomes["error"]) > 800, outcomes  # both well exercised
+    assert outcomes["missing key"] > 50, outcomes
 
 
 def test_long_cells_are_truncated_with_a_marker() -> None:
@@ -452,7 +551,7 @@ def test_long_multi_choice_and_pii_are_truncated_too() -> None:
     row = build(
         [
             {"questionId": "interests", "value": ["x" * 60, "y" * 60]},
-            {"questionId": "phone", "value": KEYRING.encrypt("z" * 500)},
+            {"questionId": "phone", "value": seal("z" * 500)},
         ],
         settings=settings,
         user_name="n" * 101,

@@ -69,8 +69,8 @@ def test_revoked_mid_burst_then_reconnect_and_replay(world, pipeline_env, alerts
         assert entry.reason is DeadLetterReason.CREDENTIAL
         assert entry.status is DeadLetterStatus.PENDING
         assert 0 < len(landed) < 2000
-        assert sorted(entry.answer_ids) == sorted(set(ids) - set(landed))
-        assert any("CREDENTIAL" in text and "owner_r" in text for text in alerts.texts)
+        assert world.ids_of(entry) == sorted(set(ids) - set(landed))
+        wait_until(lambda: any("CREDENTIAL" in text and "owner_r" in text for text in alerts.texts))
         with pipeline.sessions() as session:
             assert session.get(GoogleCredential, "owner_r").status is CredentialStatus.INVALID
 
@@ -83,7 +83,11 @@ def test_revoked_mid_burst_then_reconnect_and_replay(world, pipeline_env, alerts
         assert replay.returncode == 0, replay.stderr
 
         wait_until(lambda: len(world.ids_in(sheet)) == 2000, timeout=60)
-        wait_until(lambda: world.dead_letters()[0].status is DeadLetterStatus.DONE)
+        wait_until(
+            lambda: (
+                world.complete_replays() and world.dead_letters()[0].status is DeadLetterStatus.DONE
+            )
+        )
     final = world.ids_in(sheet)
     assert sorted(final) == sorted(ids), "every answer exactly once"
     assert world.ledger_counts() == {"COMPLETED": 2000}

@@ -57,6 +57,28 @@ def test_concurrent_dispatchers_claim_each_entry_once(world, db_url):
     assert {e.status for e in world.dead_letters()} == {DeadLetterStatus.REPLAYING}
 
 
+@pytest.mark.parametrize("db_url", ["sqlite", "postgres"], indirect=True)
+def test_concurrent_parks_for_one_buffer_make_one_entry(world, db_url):
+    """A flush and several emits park ids of one buffer at the same moment: one entry,
+    every id in it."""
+    form = world.form()
+    sheet = world.sheet(form)
+    ids = world.answers(form, 40)
+    start = threading.Barrier(8)
+
+    def parker(chunk: list[str]) -> None:
+        start.wait()
+        park(world, form, sheet, chunk)
+
+    threads = [threading.Thread(target=parker, args=(ids[n::8],)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    [entry] = world.dead_letters()
+    assert world.ids_of(entry) == sorted(ids)
+
+
 def test_credential_entries_merge_and_wait_seven_days(world, pipeline):
     form = world.form()
     sheet = world.sheet(form)
@@ -65,7 +87,7 @@ def test_credential_entries_merge_and_wait_seven_days(world, pipeline):
     second = park(world, form, sheet, ids[1:], delay_s=7 * 86400)
     assert first == second
     [entry] = world.dead_letters()
-    assert entry.answer_ids == ids
+    assert world.ids_of(entry) == sorted(ids)
     assert timedelta(days=6.9) < entry.next_attempt_at - utcnow() <= timedelta(days=7)
     assert deadletters.claim_due(pipeline.sessions) == []  # not due
 
@@ -88,7 +110,12 @@ def test_beat_dispatch_replays_on_the_scheduled_queue(world, worker, admin):
 
         dispatch_dead_letters.delay()
         wait_until(lambda: world.ids_in(sheet) == ids)
-        wait_until(lambda: world.dead_letters()[0].status is DeadLetterStatus.DONE)
+        # The next beat sees every id settled: the entry is DONE.
+        wait_until(
+            lambda: (
+                world.complete_replays() and world.dead_letters()[0].status is DeadLetterStatus.DONE
+            )
+        )
     finally:
         task_postrun.disconnect(record)
     assert ("sheetsync.dispatch_dead_letters", "sheetsync_scheduled") in runs
@@ -96,9 +123,13 @@ def test_beat_dispatch_replays_on_the_scheduled_queue(world, worker, admin):
     assert world.ledger_counts() == {"COMPLETED": 3}
 
 
-def test_replay_with_a_still_broken_credential_waits_seven_more_days(
-    world, pipeline, admin, alerts
+def test_replay_with_a_credential_google_still_refuses_waits_seven_more_days(
+    world, worker, admin, alerts
 ):
+    """The owner's credential is VALID in the database but Google refuses it: the ids go
+    back to their buffer, the flush parks them in the same entry again (one attempt
+    more, 7 days), marks the credential INVALID and alerts."""
+    pipeline = world.pipeline
     form = world.form()
     sheet = world.sheet(form)
     ids = world.answers(form, 3)
@@ -106,17 +137,38 @@ def test_replay_with_a_still_broken_credential_waits_seven_more_days(
     admin.revoke(f"google-{form.owner_id}")
     [claimed] = deadletters.claim_due(pipeline.sessions)
     result = replay.replay(pipeline, claimed)
-    assert "credential failed again" in result.summary
+    assert result.requeued == 3
+    wait_until(lambda: world.dead_letters()[0].status is DeadLetterStatus.PENDING)
+    [entry] = world.dead_letters()
+    assert entry.id == entry_id and entry.attempts == 1
+    assert entry.next_attempt_at - utcnow() > timedelta(days=6.9)
+    assert world.ids_of(entry) == sorted(ids)
+    with pipeline.sessions() as session:
+        assert session.get(GoogleCredential, form.owner_id).status is CredentialStatus.INVALID
+    # The alert follows the ledger's commit: wait for it too.
+    wait_until(lambda: any(text.startswith("[sheetsync] CREDENTIAL") for text in alerts.texts))
+    assert world.ids_in(sheet) == []
+
+
+def test_replay_waits_while_the_owner_has_not_reconnected(world, pipeline):
+    form = world.form()
+    sheet = world.sheet(form)
+    ids = world.answers(form, 2)
+    entry_id = park(world, form, sheet, ids)
+    with pipeline.sessions.begin() as session:
+        session.get(GoogleCredential, form.owner_id).status = CredentialStatus.INVALID
+    [claimed] = deadletters.claim_due(pipeline.sessions)
+    result = replay.replay(pipeline, claimed)
+    assert result.requeued == 0 and "still INVALID" in result.summary
     [entry] = world.dead_letters()
     assert entry.id == entry_id and entry.status is DeadLetterStatus.PENDING
     assert entry.attempts == 1
     assert entry.next_attempt_at - utcnow() > timedelta(days=6.9)
-    with pipeline.sessions() as session:
-        assert session.get(GoogleCredential, form.owner_id).status is CredentialStatus.INVALID
-    assert any("credential still failing" in text for text in alerts.texts)
+    assert world.ledger_counts() == {"DEAD_LETTERED": 2}
 
 
-def test_replay_into_a_deleted_spreadsheet_fails_permanently(world, pipeline, admin, alerts):
+def test_replay_into_a_deleted_spreadsheet_fails_permanently(world, worker, admin, alerts):
+    pipeline = world.pipeline
     form = world.form()
     sheet = world.sheet(form)
     ids = world.answers(form, 3)
@@ -126,8 +178,13 @@ def test_replay_into_a_deleted_spreadsheet_fails_permanently(world, pipeline, ad
         session.execute(update(DeadLetter).values(next_attempt_at=utcnow()))
     [claimed] = deadletters.claim_due(pipeline.sessions)
     replay.replay(pipeline, claimed)
-    [entry] = world.dead_letters()
-    assert entry.status is DeadLetterStatus.FAILED
-    assert entry.reason is DeadLetterReason.PERMANENT
-    assert world.ledger_counts() == {"FAILED": 3}
-    assert any("failed permanently" in text for text in alerts.texts)
+    wait_until(lambda: world.ledger_counts() == {"FAILED": 3})
+    assert deadletters.complete_replays(pipeline.sessions) == [claimed]
+    replayed, permanent = world.dead_letters()
+    assert replayed.status is DeadLetterStatus.DONE
+    assert (permanent.reason, permanent.status) == (
+        DeadLetterReason.PERMANENT,
+        DeadLetterStatus.FAILED,
+    )
+    assert world.ids_of(permanent) == sorted(ids)
+    wait_until(lambda: any(text.startswith("[sheetsync] PERMANENT") for text in alerts.texts))

@@ -1,0 +1,226 @@
+"""How a flush run that raised ends: one table, :data:`FAILURE_OUTCOMES`, from the
+exception's class to what happens to the buffer (docs/ARCHITECTURE.md, "One flush run").
+
+Every row ends the job, releases it for a bounded number of retries, or parks its ids:
+no failure leaves a job running or re-dispatched forever.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.orm import Session
+
+from sheetsync import credentials, ledger, links
+from sheetsync.alerts import send_alert_once
+from sheetsync.buffers.push import push
+from sheetsync.errors import (
+    ConfigError,
+    CredentialError,
+    CryptoError,
+    HoldForBatch,
+    PermanentError,
+    RateLimited,
+    SheetSyncError,
+    StaleRunError,
+    TransientError,
+    WaitForIntent,
+)
+from sheetsync.flush import intents
+from sheetsync.flush.outcomes import Outcome
+from sheetsync.ledger import SETTLED
+from sheetsync.models import DeadLetterReason, TransactionType
+from sheetsync.recovery import deadletters
+
+if TYPE_CHECKING:
+    from sheetsync.flush.run import FlushRun
+
+log = logging.getLogger(__name__)
+
+
+def backoff_s(attempt: int, base_s: float) -> float:
+    """Jittered exponential backoff: attempt 1 in [0, b), then [b·2^(n-2), b·2^(n-1))."""
+    if attempt <= 1:
+        return random.uniform(0, base_s)
+    low = base_s * 2 ** (attempt - 2)
+    return random.uniform(low, 2 * low)
+
+
+def fenced(run: FlushRun, _exc: Exception) -> Outcome:
+    log.warning("flush %s lost its buffer to a newer run; stopping", run.lease.token)
+    return Outcome("fenced", run.tally)
+
+
+def at_next_slot(run: FlushRun, exc: RateLimited | WaitForIntent) -> Outcome:
+    return run.finish(countdown_s=exc.retry_after_s)
+
+
+def hold_for_batch(run: FlushRun, exc: HoldForBatch) -> Outcome:
+    return run.finish(countdown_s=exc.retry_after_s, hold=True)
+
+
+def link_gone(run: FlushRun, exc: links.LinkGone) -> Outcome:
+    """The link (or the form) is gone. Another link to the same sheet takes the ids;
+    without one they end FAILED, with the buffer's dead letters, and nothing is
+    written to that sheet."""
+    ids = run.p.store.read_all(run.key)
+    with run.p.sessions.begin() as session:
+        states = ledger.states(session, ids, run.key.spread_sheet_id, run.key.sheet_id)
+        unsettled = list(dict.fromkeys(i for i in ids if states.get(i) not in SETTLED))
+        if exc.successor is None:
+            ledger.record(
+                session,
+                unsettled,
+                run.key.spread_sheet_id,
+                run.key.sheet_id,
+                TransactionType.FAILED,
+                exc.reason,
+            )
+            deadletters.fail_buffer(session, run.key, exc.reason)
+            for intent in intents.open_for(session, run.key):
+                intents.resolve(session, intent.id)
+    if exc.successor is not None:
+        successor, queue = exc.successor
+        push(run.p.store, [(successor, queue)], unsettled)
+    log.warning("flush %s: %s (%d ids)", run.lease.token, exc, len(unsettled))
+    run.trim(len(ids), None)
+    run.tally.failed += len(unsettled) if exc.successor is None else 0
+    return run.finish()
+
+
+def park_credential(run: FlushRun, exc: CredentialError | CryptoError) -> Outcome:
+    """The owner's credential fails: park the buffer for 7 days and mark it INVALID,
+    unless the owner reconnected since this run read it (then run again at once).
+
+    The compare-and-set and the park are one transaction: the credential's row stays
+    locked until the ids are parked, so a reconnect lands either before (and this run
+    goes again) or after (and its ``make_due`` finds the entry to replay)."""
+
+    def unless_reconnected(session: Session) -> bool:
+        if run.credential_version is None:  # no credential row: nothing to compare
+            return True
+        return credentials.mark_invalid_if_unchanged(
+            session, run.key.user_id, run.credential_version
+        )
+
+    if not _park_buffer(run, DeadLetterReason.CREDENTIAL, str(exc), unless_reconnected):
+        log.info("flush %s: the credential changed meanwhile; again", run.lease.token)
+        return run.finish(countdown_s=0)
+    return run.finish()
+
+
+def permanent(run: FlushRun, exc: PermanentError) -> Outcome:
+    if run.title_from_cache and exc.status == 400:
+        # Most likely the tab was renamed since we cached its title: forget it and
+        # run again at once; a gid that is really gone fails for good then.
+        log.warning("flush %s: %s; looking the sheet up again", run.lease.token, exc)
+        run.p.store.forget_sheet(run.key, "title", "header_ok")
+        return run.finish(countdown_s=0)
+    _park_buffer(run, DeadLetterReason.PERMANENT, str(exc))
+    return run.finish()
+
+
+def retry(run: FlushRun, exc: Exception) -> Outcome:
+    """Retry with backoff; after RETRY_MAX failures in a row, a dead letter (with an
+    alert) whose reason says what kept failing."""
+    settings = run.p.settings
+    failures = run.p.store.attempts(run.key) + 1
+    if failures > settings.retry_max:
+        reason = _exhausted_reason(exc)
+        _park_buffer(run, reason, f"{failures} tries failed: {_describe(exc)}")
+        return run.finish()
+    if not isinstance(exc, TransientError):
+        log.error("flush %s: %s", run.lease.token, _describe(exc))
+    delay = backoff_s(failures, settings.retry_base_s)
+    if isinstance(exc, TransientError) and exc.ambiguous and exc.status is None:
+        # A request we gave up on (no answer) may still be running at Google; the
+        # next run reads the sheet only once it can no longer land.
+        delay = max(delay, settings.google_timeout_s)
+    if run.p.store.release(run.key, run.lease, delay) < 0:
+        return fenced(run, exc)
+    error = exc if isinstance(exc, TransientError) else TransientError(_describe(exc))
+    return Outcome("retry", run.tally, retry_in_s=delay, error=error)
+
+
+def _park_buffer(
+    run: FlushRun,
+    reason: DeadLetterReason,
+    message: str,
+    precondition: Callable[[Session], bool] | None = None,
+) -> bool:
+    """Move every unsettled id of the buffer to a dead letter, then trim them. With a
+    ``precondition``, only if it holds, checked in the same transaction. Returns whether
+    the ids were parked."""
+    ids = run.p.store.read_all(run.key)
+    delay = deadletters.delay_for(reason, run.p.settings)
+    with run.p.sessions.begin() as session:
+        if precondition is not None and not precondition(session):
+            return False
+        settled = ledger.states(session, ids, run.key.spread_sheet_id, run.key.sheet_id)
+        pending = list(dict.fromkeys(i for i in ids if settled.get(i) not in SETTLED))
+        deadletters.park(session, run.key, pending, reason, message, delay_s=delay)
+    run.trim(len(ids), None)
+    run.tally.parked += len(pending)
+    if pending:
+        send_alert_once(
+            run.p.redis,
+            f"{reason.value}:{run.key.base}",
+            f"{reason.value}: {len(pending)} answers of form {run.key.submission_id} for "
+            f"spreadsheet {run.key.spread_sheet_id} (gid {run.key.sheet_id}, owner "
+            f"{run.key.user_id}) moved to a dead letter: {message}",
+            settings=run.p.settings,
+        )
+    return True
+
+
+def _describe(exc: Exception) -> str:
+    """One line for an error, safe to store: ours carry no values; others are named only."""
+    if isinstance(exc, SheetSyncError):
+        return str(exc)
+    if isinstance(exc, OperationalError):
+        return f"database unavailable ({type(exc).__name__})"
+    return f"unexpected {type(exc).__name__}"
+
+
+def _exhausted_reason(exc: Exception) -> DeadLetterReason:
+    if isinstance(exc, TransientError | OperationalError):
+        return DeadLetterReason.TRANSIENT_EXHAUSTED
+    if isinstance(exc, ConfigError):
+        return DeadLetterReason.CONFIGURATION
+    return DeadLetterReason.UNEXPECTED
+
+
+#: How a run that raised ends: the first row whose class matches decides. A handler
+#: that finds the run fenced (a newer run took the buffer) ends it as ``fenced``.
+#: A missing setting or PII key (ConfigError) is retried like a transient failure, so it
+#: ends in a dead letter with an alert that names it, and nothing is lost; so is anything
+#: unforeseen (a bug), which therefore never strands a buffer.
+FAILURE_OUTCOMES: tuple[tuple[type[Exception], Callable[[FlushRun, Any], Outcome]], ...] = (
+    (StaleRunError, fenced),
+    (links.LinkGone, link_gone),
+    (RateLimited, at_next_slot),
+    (WaitForIntent, at_next_slot),
+    (HoldForBatch, hold_for_batch),
+    (CredentialError, park_credential),
+    (ConfigError, retry),
+    (CryptoError, park_credential),
+    (PermanentError, permanent),
+    (TransientError, retry),
+    (OperationalError, retry),
+    (Exception, retry),
+)
+
+
+def end_with(run: FlushRun, exc: Exception) -> Outcome:
+    """The outcome of a run that raised ``exc``: the first matching row of the table."""
+    for error_class, handler in FAILURE_OUTCOMES:
+        if isinstance(exc, error_class):
+            try:
+                return handler(run, exc)
+            except StaleRunError:
+                return fenced(run, exc)
+    raise exc  # unreachable: the table ends with Exception

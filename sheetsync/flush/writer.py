@@ -1,0 +1,192 @@
+"""The write path of a batch: title, header, intent, append, and rows Google refuses.
+
+Every append goes through :meth:`SheetWriter.append`: a durable intent is committed
+first, the run's lease is renewed (which fences a run that lost its buffer), and the
+request may not outlive that lease. A 400 caused by the rows' content is split until
+the refused rows are found; the others land (docs/ARCHITECTURE.md, "One flush run").
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from sheetsync.buffers.store import BufferStore, Lease
+from sheetsync.errors import ContentRefusedError, StaleRunError, TransientError
+from sheetsync.flush import intents
+from sheetsync.flush.outcomes import Tally
+from sheetsync.keys import BufferKey
+from sheetsync.pipeline import Pipeline
+from sheetsync.sheets.client import SheetsClient, quote_title
+
+log = logging.getLogger(__name__)
+
+#: No request starts with less than this left of the lease...
+DEFAULT_MIN_REQUEST_S = 0.5
+#: ...and every request ends this long (or a tenth of the lease, if shorter) before the
+#: lease does. The deadline is counted from before the renewal was sent, so it already
+#: falls before the lease's end; the margin covers hosts whose clocks run at different
+#: rates. A successor never reads the sheet while this run's append may still land.
+DEFAULT_LEASE_MARGIN_S = 1.0
+#: Recorded FAILED for a row Google refused.
+REFUSED_REASON = "Google refused the row's values (400 INVALID_ARGUMENT)"
+
+
+@dataclass
+class Appended:
+    """What one batch's append did: the ids now in the sheet, the refused ones."""
+
+    landed: list[str] = field(default_factory=list)
+    refused: dict[str, str] = field(default_factory=dict)
+    #: The sheet's last row after it; None when Google's reply did not say.
+    last_row: int | None = None
+
+
+class SheetWriter:
+    """Writes the batches of one run to one sheet."""
+
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        key: BufferKey,
+        client: SheetsClient,
+        tally: Tally,
+        renew: Callable[[], Lease],
+    ) -> None:
+        self.p = pipeline
+        self.key = key
+        self.client = client
+        self.tally = tally
+        self._renew = renew
+        self.title_from_cache = False
+
+    @property
+    def store(self) -> BufferStore:
+        return self.p.store
+
+    def title(self) -> str:
+        cache = self.store.sheet_cache(self.key)
+        if cache.title is not None:
+            self.title_from_cache = True
+            return cache.title
+        self._renew()
+        title = self.client.sheet_title(self.key.spread_sheet_id, self.key.sheet_id)
+        self.tally.requests.append("spreadsheets.get")
+        self.store.remember_sheet(self.key, title=title)
+        return title
+
+    def header_needed(self, title: str) -> bool:
+        """Whether row 1 is empty, so the next append must bring the header (read once)."""
+        cache = self.store.sheet_cache(self.key)
+        if cache.header_ok is not None:
+            return not cache.header_ok
+        self._renew()
+        first_row = self.client.read_values(self.key.spread_sheet_id, f"{quote_title(title)}!1:1")
+        self.tally.requests.append("values.get")
+        # Remembered either way, so a rate-limited append does not read row 1 again.
+        self.store.remember_sheet(self.key, header_ok=1 if first_row else 0)
+        return not first_row
+
+    def append(
+        self,
+        title: str,
+        header: Sequence[str] | None,
+        rows: Sequence[list[str]],
+        ids: Sequence[str],
+        *,
+        after_row: int | None,
+    ) -> tuple[int, Appended]:
+        """Commit the intent, then append. Returns the intent's id and what landed.
+
+        The intent stays open when the append may have landed without our knowing
+        (an ambiguous failure): the next run resolves it by reading the sheet.
+        """
+        lease = self._renew()
+        with self.p.sessions.begin() as session:
+            intent_id = intents.record(session, self.key, lease, ids, after_row)
+        self._check_time_left()
+        appended = Appended()
+        try:
+            self._append_finding_refusals(title, header, list(rows), list(ids), intent_id, appended)
+        except TransientError as exc:
+            if not exc.ambiguous and not appended.landed:
+                self._drop_intent(intent_id)
+            elif exc.status is not None:
+                with self.p.sessions.begin() as session:
+                    intents.answered(session, intent_id)
+            raise
+        except Exception:
+            if not appended.landed:
+                self._drop_intent(intent_id)  # nothing was sent, or nothing landed
+            raise
+        return intent_id, appended
+
+    def _append_finding_refusals(
+        self,
+        title: str,
+        header: Sequence[str] | None,
+        rows: list[list[str]],
+        ids: list[str],
+        intent_id: int,
+        appended: Appended,
+    ) -> None:
+        """Append ``rows``; on a 400 for their content, split them until the refused rows
+        are alone. A header goes in front of the first part that lands.
+
+        Each part after the first renews the lease and moves the intent's deadline with
+        it, so a successor still waits for the last append that may land."""
+        segments = [(rows, ids)]
+        first = True
+        while segments:
+            part_rows, part_ids = segments.pop(0)
+            if not first:
+                lease = self._renew()
+                with self.p.sessions.begin() as session:
+                    intents.extend(session, intent_id, lease.until_ms)
+                self._check_time_left()
+            first = False
+            bringing_header = header is not None and not appended.landed
+            body = ([list(header)] if header is not None and bringing_header else []) + part_rows
+            try:
+                result = self.client.append_rows(
+                    self.key.spread_sheet_id, f"{quote_title(title)}!A1", body
+                )
+            except ContentRefusedError:
+                self.tally.requests.append("values.append (refused)")
+                if len(part_rows) == 1:
+                    log.warning("flush of %s: Google refused one row", self.key.base)
+                    appended.refused[part_ids[0]] = f"answer {part_ids[0]}: {REFUSED_REASON}"
+                    continue
+                half = len(part_rows) // 2
+                segments[:0] = [
+                    (part_rows[:half], part_ids[:half]),
+                    (part_rows[half:], part_ids[half:]),
+                ]
+                continue
+            self.tally.requests.append("values.append")
+            appended.landed += part_ids
+            appended.last_row = result.last_row
+            if bringing_header:
+                self.store.remember_sheet(self.key, header_ok=1)
+
+    def _check_time_left(self) -> None:
+        deadline = self.client.deadline
+        assert deadline is not None  # set by every renewal
+        if deadline - time.monotonic() < DEFAULT_MIN_REQUEST_S:
+            raise TransientError("the database took the lease's time; retrying", ambiguous=False)
+
+    def _drop_intent(self, intent_id: int) -> None:
+        with self.p.sessions.begin() as session:
+            intents.resolve(session, intent_id)
+
+
+def request_deadline(renewing_at: float, lease: Lease, lease_s: float) -> float:
+    """The monotonic time every Sheets request of a run must end by, for a lease whose
+    renewal was sent at ``renewing_at``."""
+    return renewing_at + lease.left_s - min(DEFAULT_LEASE_MARGIN_S, lease_s / 10)
+
+
+def fenced(token: str) -> StaleRunError:
+    return StaleRunError(f"{token} no longer holds its buffer")
