@@ -70,6 +70,7 @@ class Stack:
             "SHEETSYNC_GOOGLE_TOKEN_URI": self.emulator.token_uri,
             "SHEETSYNC_GOOGLE_CLIENT_ID": "bench",
             "SHEETSYNC_GOOGLE_CLIENT_SECRET": "bench",
+            "SHEETSYNC_DEVELOPMENT": "true",  # the emulator stands in for Google
             "SHEETSYNC_RATE_LIMIT_PER_ACCOUNT": str(GENEROUS),
             "SHEETSYNC_RATE_LIMIT_PER_PROJECT": str(GENEROUS),
         }

@@ -1,4 +1,5 @@
-"""How long preparing one batch of rows takes: hydrate, decrypt, build.
+"""How long preparing one batch of rows takes: hydrate, decrypt, build; and what the
+durable intent and the link check add to settling it.
 
 Usage::
 
@@ -8,6 +9,11 @@ Seeds a realistic form (12 answerable questions, 2 of them PERSONAL_INFO, and a
 jumbotron) with ``--table`` answers, then times preparing ``--batch`` of them as the
 flush does (load the layout, one SELECT, one row per answer, under ``gc_paused``).
 Prints medians (and the fastest run, a guide on a busy machine), no pass/fail.
+
+The settle figure compares, interleaved, the ledger write alone (COMPLETED for the
+batch, one transaction: what settling cost before the durable intent) with what a batch
+now costs around its append: the intent committed, the link checked, then COMPLETED
+and the intent deleted in one transaction.
 
 PostgreSQL comes from ``SHEETSYNC_TEST_POSTGRES_URL`` (default
 ``postgresql://postgres@127.0.0.1:5432/test``); the benchmark creates and drops its own
@@ -31,12 +37,16 @@ from sqlalchemy import create_engine
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
-from sheetsync.crypto import Keyring
+from sheetsync import ledger, links
+from sheetsync.buffers.store import Lease
+from sheetsync.crypto import Keyring, answer_value_context
 from sheetsync.db import make_engine, normalize_url, session_factory, upgrade
-from sheetsync.dev.seed import seed_answers, seed_form
+from sheetsync.dev.seed import SeededForm, link_sheet, seed_answers, seed_form
+from sheetsync.flush import intents
 from sheetsync.flush.hydrate import fetch_answers, gc_paused
 from sheetsync.flush.rows import RowBuilder, load_layout
-from sheetsync.models import QuestionType
+from sheetsync.keys import BufferKey
+from sheetsync.models import QuestionType, TransactionType
 from sheetsync.settings import Settings
 
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
@@ -74,7 +84,15 @@ def sqlite_scratch() -> Iterator[str]:
         yield f"sqlite:///{directory}/bench.db"
 
 
-def bench(url: str, *, runs: int, batch: int, table: int) -> list[Timing]:
+@dataclass(frozen=True)
+class SettleTiming:
+    ledger_only_s: float
+    with_intent_s: float
+
+
+def bench(
+    url: str, *, runs: int, batch: int, table: int
+) -> tuple[list[Timing], list[SettleTiming]]:
     keyring = Keyring([os.urandom(32)])
     settings = Settings.load()
     upgrade(url)
@@ -84,13 +102,44 @@ def bench(url: str, *, runs: int, batch: int, table: int) -> list[Timing]:
         with factory.begin() as session:
             form = seed_form(session, steps=3, questions_per_step=4, pii=2, keyring=keyring)
             ids = seed_answers(session, form, table, keyring=keyring)
+            link_sheet(session, form, "bench-spreadsheet", 0)
         batch_ids = random.Random(7).sample(ids, batch)
         timings = []
+        settles = []
         for _ in range(runs + 1):  # the first run warms caches and is dropped
             timings.append(_one_batch(factory, form.submission_id, batch_ids, settings, keyring))
-        return timings[1:]
+            settles.append(_settle(factory, form, batch_ids))
+        return timings[1:], settles[1:]
     finally:
         engine.dispose()
+
+
+def _settle(factory: sessionmaker[Session], form: SeededForm, batch_ids: list[str]) -> SettleTiming:
+    """One batch settled the old way and the new way, back to back."""
+    key = BufferKey(form.owner_id, form.submission_id, "bench-spreadsheet", 0)
+    lease = Lease(f"{key.base}#1", "1", until_ms=2**40, granted_ms=0)
+
+    def reset() -> None:
+        with factory.begin() as session:
+            ledger.record(session, batch_ids, key.spread_sheet_id, 0, TransactionType.ENQUEUED)
+
+    reset()
+    started = time.perf_counter()
+    with factory.begin() as session:
+        ledger.record(session, batch_ids, key.spread_sheet_id, 0, TransactionType.COMPLETED)
+    ledger_only = time.perf_counter() - started
+
+    reset()
+    started = time.perf_counter()
+    with factory.begin() as session:
+        intent_id = intents.record(session, key, lease, batch_ids, after_row=1)
+    with factory() as session:
+        links.check(session, key)
+    with factory.begin() as session:
+        ledger.record(session, batch_ids, key.spread_sheet_id, 0, TransactionType.COMPLETED)
+        intents.resolve(session, intent_id)
+    with_intent = time.perf_counter() - started
+    return SettleTiming(ledger_only, with_intent)
 
 
 def _one_batch(
@@ -114,15 +163,17 @@ def _one_batch(
         built = time.perf_counter()
         assert len(rows) == len(batch_ids)
     pii = {c.question_id for c in layout.columns if c.type is QuestionType.PERSONAL_INFO}
+    # Each token with its context (answer, question) built beforehand: the row builder
+    # builds them more cheaply (the answer's part once per row), and counts that in build.
     tokens = [
-        item["value"]
+        (item["value"], answer_value_context(record.id, item["questionId"]))
         for record in records.values()
         for item in record.answer
         if item["questionId"] in pii and item["value"]
     ]
     decrypt_started = time.perf_counter()
-    for token in tokens:
-        keyring.decrypt(token)
+    for token, context in tokens:
+        keyring.decrypt(token, context)
     decrypt_s = time.perf_counter() - decrypt_started
     return Timing(fetched - started, decrypt_s, built - fetched)
 
@@ -144,6 +195,16 @@ def report(label: str, timings: list[Timing], batch: int) -> None:
     )
 
 
+def report_settle(label: str, settles: list[SettleTiming], batch: int) -> None:
+    before = statistics.median(t.ledger_only_s for t in settles) * 1000
+    after = statistics.median(t.with_intent_s for t in settles) * 1000
+    added = statistics.median((t.with_intent_s - t.ledger_only_s) for t in settles) * 1000
+    print(
+        f"{label:<10} settle {batch}: ledger only {before:6.1f} ms, with durable intent and "
+        f"link check {after:6.1f} ms: +{added:5.1f} ms/batch (median of the differences)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=15)
@@ -157,12 +218,17 @@ def main() -> None:
         f"12 columns (2 PERSONAL_INFO); median of {args.runs} runs; "
         f"{os.cpu_count()} CPUs, load average {load}"
     )
+    results = []
     with postgres_scratch(postgres_url) as url:
-        report(
-            "postgres", bench(url, runs=args.runs, batch=args.batch, table=args.table), args.batch
+        results.append(
+            ("postgres", *bench(url, runs=args.runs, batch=args.batch, table=args.table))
         )
     with sqlite_scratch() as url:
-        report("sqlite", bench(url, runs=args.runs, batch=args.batch, table=args.table), args.batch)
+        results.append(("sqlite", *bench(url, runs=args.runs, batch=args.batch, table=args.table)))
+    for label, timings, _ in results:
+        report(label, timings, args.batch)
+    for label, _, settles in results:
+        report_settle(label, settles, args.batch)
 
 
 if __name__ == "__main__":

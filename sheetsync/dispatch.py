@@ -64,6 +64,10 @@ class Dispatcher(Protocol):
     def send_replay(self, dead_letter_id: int, countdown_s: float = 0.0) -> None:
         """Send the replay task of one dead letter."""
 
+    def waiting_queues(self) -> frozenset[str] | None:
+        """The queues whose messages are waiting for a worker (a backlog), or None when
+        the broker cannot say."""
+
 
 #: The dispatcher used unless another is registered: the Celery app's.
 DEFAULT_DISPATCHER = "sheetsync.celery.dispatcher:CeleryDispatcher"

@@ -14,12 +14,21 @@ from dataclasses import dataclass, field
 from sheetsync.errors import ValidationError
 
 PREFIX = "sheetsync"
-#: ZSET of buffer bases scored by the oldest buffered time (ms): status and the sweeper
-#: read it, so nothing ever scans with KEYS.
+#: ZSET of buffer bases scored by the time their oldest id arrived (ms): status reads
+#: it, so nothing ever scans with KEYS.
 BUFFER_INDEX = f"{PREFIX}:buffers"
+#: ZSET of buffer bases with a job, scored by when the sweeper must look at it next (ms):
+#: a scheduled job's due time plus the grace, a running job's lease end. A sweeper pass
+#: reads only what is due.
+DUE_INDEX = f"{PREFIX}:due"
+#: STRING set once every job of the buffer index is in the due index (an upgrade from a
+#: version without it fills it once).
+DUE_INDEX_FILLED = f"{PREFIX}:due:filled"
 #: ZSET windows of the rate limiter, one per Google account and one for the project.
 RATE_ACCOUNT = f"{PREFIX}:rate:account:"
 RATE_PROJECT = f"{PREFIX}:rate:project"
+#: ZSET beside each window: the buffers waiting for a slot, scored by their turn.
+RATE_TICKETS_SUFFIX = ":tickets"
 #: STRING per alert topic, set while a repeat of that alert is held back.
 ALERTED = f"{PREFIX}:alerted:"
 #: ZSET of live worker and beat process names, scored by their last heartbeat (ms).
@@ -66,12 +75,14 @@ class BufferKey:
     base: str = field(init=False, repr=False, compare=False)
     #: LIST of buffered answer ids, oldest first.
     buf: str = field(init=False, repr=False, compare=False)
-    #: HASH token, state, promoted, queue, due_at, lease_until: the one live task.
+    #: HASH token, epoch, state, promoted, queue, due_at, lease_until, attempts, sent: the
+    #: one live task.
     job: str = field(init=False, repr=False, compare=False)
     #: HASH title, header_ok, last_row, seq: outlives jobs so bursts skip re-reads.
     sheet: str = field(init=False, repr=False, compare=False)
-    #: HASH token, count, first, last, after_row: the intent of the batch in flight.
-    inflight: str = field(init=False, repr=False, compare=False)
+    #: LIST of arrival runs, ``<ms>:<count>``, oldest first, trimmed with the list: when
+    #: each buffered id arrived (the debounce and the buffer's true age come from it).
+    times: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         check_id(self.user_id, "user_id")
@@ -86,7 +97,7 @@ class BufferKey:
             ("buf", f"{base}:buf"),
             ("job", f"{base}:job"),
             ("sheet", f"{base}:sheet"),
-            ("inflight", f"{base}:inflight"),
+            ("times", f"{base}:times"),
         ):
             object.__setattr__(self, name, value)
 
@@ -100,6 +111,10 @@ class BufferKey:
 
 def rate_account_key(google_account_id: str) -> str:
     return f"{RATE_ACCOUNT}{google_account_id}"
+
+
+def rate_tickets_key(window_key: str) -> str:
+    return f"{window_key}{RATE_TICKETS_SUFFIX}"
 
 
 def alert_once_key(topic: str) -> str:

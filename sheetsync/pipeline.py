@@ -9,6 +9,7 @@ import redis
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
+from sheetsync import redis_urls
 from sheetsync.buffers.store import BufferStore
 from sheetsync.db import make_engine, session_factory
 from sheetsync.settings import Settings, get_settings
@@ -27,7 +28,7 @@ class Pipeline:
     @classmethod
     def build(cls, settings: Settings | None = None, *, engine: Engine | None = None) -> Pipeline:
         settings = settings or get_settings()
-        client = redis.Redis.from_url(settings.redis_url, health_check_interval=30)
+        client = redis_urls.client(settings.redis_url, health_check_interval=30)
         store = BufferStore(client, settings)
         engine = engine or make_engine(settings.database_url)
         return cls(

@@ -36,11 +36,12 @@ class Scripts:
         self.enqueue = load("enqueue")
         self.claim = load("claim")
         self.renew = load("renew")
-        self.intent = load("intent")
+        self.adopt = load("adopt")
         self.trim = load("trim")
         self.finish = load("finish")
         self.release = load("release")
         self.sweep = load("sweep")
+        self.sent = load("sent")
         self.rate_take = load("rate_take")
         self.heartbeat = load("heartbeat")
 

@@ -1,24 +1,31 @@
 """The Redis side of buffers: push ids, and move one buffer through its states.
 
-Python here only passes keys and arguments: every decision about tokens, leases and
-scheduling is made inside a script (:mod:`sheetsync.buffers.scripts`), atomically. See
-docs/ARCHITECTURE.md for the job state machine and the invariants the scripts keep.
+Python here only passes keys, durations and arguments: every decision about tokens,
+leases and scheduling is made inside a script (:mod:`sheetsync.buffers.scripts`),
+atomically, on the Redis server's clock. See docs/ARCHITECTURE.md for the job state
+machine and the invariants the scripts keep.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import redis
 
 from sheetsync.buffers.scripts import Scripts, decode_tasks, script_source
 from sheetsync.dispatch import FlushTask
 from sheetsync.errors import ValidationError
-from sheetsync.keys import BUFFER_INDEX, BufferKey, check_id
+from sheetsync.keys import (
+    BUFFER_INDEX,
+    DUE_INDEX,
+    DUE_INDEX_FILLED,
+    BufferKey,
+    check_id,
+    token_buffer,
+)
 from sheetsync.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -27,19 +34,37 @@ log = logging.getLogger(__name__)
 PUSH_CHUNK = 1000
 #: Buffers the sweeper hands to one script call.
 SWEEP_CHUNK = 200
+#: Due buffers one sweeper pass takes at most (the rest wait for the next pass).
+SWEEP_PASS_MAX = 10_000
 
 
-def now_ms() -> int:
-    return int(time.time() * 1000)
+#: ``trim``'s last row when the sheet's end is no longer known (forget the cached one).
+FORGET_LAST_ROW = "-"
 
 
 @dataclass(frozen=True, slots=True)
-class Intent:
+class Lease:
+    """A run's hold on its buffer: its token, its claim's epoch, and until when (Redis ms)."""
+
     token: str
-    count: int
-    first: str
-    last: str
-    after_row: int | None
+    epoch: str
+    until_ms: int
+    #: Redis's clock when the lease was granted or renewed.
+    granted_ms: int
+
+    @property
+    def left_s(self) -> float:
+        """Seconds of lease left when it was granted (counted on this host from then)."""
+        return (self.until_ms - self.granted_ms) / 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Arrivals:
+    """A buffer's length and when its oldest and newest ids arrived, on Redis's clock."""
+
+    length: int
+    oldest_age_s: float
+    newest_age_s: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +91,8 @@ class BufferStore:
         self.scripts = Scripts(client)
         self._delay_ms = int(settings.flush_delay_s * 1000)
         self._lease_ms = int(settings.lease_s * 1000)
+        self._grace_ms = int(settings.sweep_grace_s * 1000)
+        self._queued_grace_ms = int(settings.sweep_queued_grace_s * 1000)
         self._ttl = settings.sheet_cache_ttl_s
 
     # -- producers ---------------------------------------------------------------------
@@ -82,24 +109,23 @@ class BufferStore:
         targets = list(targets)
         if not ids or not targets:
             return []
-        now = now_ms()
         if len(ids) <= PUSH_CHUNK:
-            replies = [self._call_enqueue(targets, ids, now, client=self.redis)]
+            replies = [self._call_enqueue(targets, ids, client=self.redis)]
         else:
             pipe = self.redis.pipeline(transaction=False)
             for start in range(0, len(ids), PUSH_CHUNK):
-                self._call_enqueue(targets, ids[start : start + PUSH_CHUNK], now, client=pipe)
+                self._call_enqueue(targets, ids[start : start + PUSH_CHUNK], client=pipe)
             replies = self._execute_loading_scripts(pipe)
         return [task for reply in replies for task in decode_tasks(reply)]
 
     def _call_enqueue(
-        self, targets: list[tuple[BufferKey, str]], ids: Sequence[str], now: int, client: Any
+        self, targets: list[tuple[BufferKey, str]], ids: Sequence[str], client: Any
     ) -> Any:
-        keys: list[str] = [BUFFER_INDEX]
-        args: list[Any] = [now, self._delay_ms, self.settings.flush_threshold, self._ttl]
-        args.append(len(targets))
+        keys: list[str] = [BUFFER_INDEX, DUE_INDEX]
+        args: list[Any] = [self._delay_ms, self.settings.flush_threshold, self._ttl]
+        args += [self._grace_ms, len(targets)]
         for key, queue in targets:
-            keys += (key.buf, key.job, key.sheet)
+            keys += (key.buf, key.job, key.sheet, key.times)
             args += (key.base, queue)
         args += ids
         # EVALSHA directly: redis-py's Script objects add a SCRIPT EXISTS round trip
@@ -121,17 +147,41 @@ class BufferStore:
 
     # -- one run ------------------------------------------------------------------------
 
-    def claim(self, key: BufferKey, token: str) -> bool:
-        return bool(self.scripts.claim(keys=[key.job], args=[token, now_ms(), self._lease_ms]))
+    def claim(self, key: BufferKey, token: str) -> Lease | None:
+        """Take the buffer for the run of ``token``, under a new epoch; None if it is not
+        this token's to take (superseded, or another delivery of it still running)."""
+        reply = self.scripts.claim(
+            keys=[key.job, DUE_INDEX], args=[token, self._lease_ms, key.base]
+        )
+        return _lease(token, str(reply[0]), reply[1:]) if reply else None
 
-    def renew(self, key: BufferKey, token: str) -> bool:
-        return bool(self.scripts.renew(keys=[key.job], args=[token, now_ms(), self._lease_ms]))
+    def renew(self, key: BufferKey, lease: Lease) -> Lease | None:
+        """Extend the lease; None when this run no longer holds the buffer."""
+        reply = self.scripts.renew(
+            keys=[key.job, DUE_INDEX], args=[lease.token, lease.epoch, self._lease_ms, key.base]
+        )
+        return _lease(lease.token, lease.epoch, reply) if reply else None
 
     def read_batch(self, key: BufferKey, size: int) -> list[str]:
         return [str(_text(raw)) for raw in self.redis.lrange(key.buf, 0, size - 1)]
 
     def buffer_length(self, key: BufferKey) -> int:
         return int(self.redis.llen(key.buf))
+
+    def arrivals(self, key: BufferKey) -> Arrivals:
+        """The buffer's length and the ages of its oldest and newest ids (one round trip)."""
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.llen(key.buf)
+        pipe.lindex(key.times, 0)
+        pipe.lindex(key.times, -1)
+        pipe.time()
+        length, oldest, newest, (seconds, micros) = pipe.execute()
+        now_ms = int(seconds) * 1000 + int(micros) // 1000
+        return Arrivals(
+            length=int(length),
+            oldest_age_s=_age_s(oldest, now_ms),
+            newest_age_s=_age_s(newest, now_ms),
+        )
 
     def read_all(self, key: BufferKey) -> list[str]:
         return [str(_text(raw)) for raw in self.redis.lrange(key.buf, 0, -1)]
@@ -140,73 +190,116 @@ class BufferStore:
         """Transient failures since the buffer last made progress."""
         return int(self.redis.hget(key.job, "attempts") or 0)
 
-    def write_intent(
-        self, key: BufferKey, token: str, ids: Sequence[str], after_row: int | None
-    ) -> bool:
-        args: list[Any] = [token, now_ms(), self._lease_ms, len(ids), ids[0], ids[-1]]
-        args.append(after_row or "")
-        return bool(self.scripts.intent(keys=[key.job, key.inflight], args=args))
+    def trim(
+        self, key: BufferKey, lease: Lease, count: int, last_row: int | str | None
+    ) -> tuple[int, float]:
+        """Drop ``count`` settled ids from the head and remember where the sheet ends
+        (an int, None for unchanged, or :data:`FORGET_LAST_ROW`). Returns the ids left
+        (-1 when this run no longer holds the buffer) and the oldest one's age (s)."""
+        args: list[Any] = [lease.token, lease.epoch, self._lease_ms, count]
+        args += ["" if last_row is None else last_row, key.base, self._ttl]
+        left, oldest_age_ms = self.scripts.trim(keys=self._run_keys(key), args=args)
+        return int(left), int(oldest_age_ms) / 1000
 
-    def read_intent(self, key: BufferKey) -> Intent | None:
-        raw = {_text(k): _text(v) for k, v in self.redis.hgetall(key.inflight).items()}
-        if not raw.get("token"):
-            return None
-        after = raw.get("after_row") or ""
-        return Intent(
-            token=str(raw["token"]),
-            count=int(raw.get("count") or 0),
-            first=str(raw.get("first") or ""),
-            last=str(raw.get("last") or ""),
-            after_row=int(after) if after else None,
-        )
-
-    def trim(self, key: BufferKey, token: str, count: int, last_row: int | None) -> int:
-        """Drop ``count`` settled ids from the head. Returns ids left, -1 when fenced."""
-        args: list[Any] = [token, now_ms(), self._lease_ms, count, last_row or "", key.base]
-        args.append(self._ttl)
-        keys = [key.buf, key.job, key.inflight, key.sheet, BUFFER_INDEX]
-        return int(self.scripts.trim(keys=keys, args=args))
+    @staticmethod
+    def _run_keys(key: BufferKey) -> list[str]:
+        return [key.buf, key.job, key.sheet, BUFFER_INDEX, key.times, DUE_INDEX]
 
     def finish(
-        self, key: BufferKey, token: str, *, countdown_s: float | None = None
+        self,
+        key: BufferKey,
+        lease: Lease,
+        *,
+        countdown_s: float | None = None,
+        hold: bool = False,
     ) -> FlushTask | None:
-        """End a run. Returns the next task to send, or None (done, or fenced)."""
+        """End a run. Returns the next task to send, or None (done, or fenced).
+
+        The next task is due FLUSH_DELAY after the oldest id left arrived, unless
+        ``countdown_s`` says otherwise; with ``hold``, reaching the threshold meanwhile
+        does not bring it forward (the run waits for a fuller batch on purpose)."""
         forced_ms = -1 if countdown_s is None else max(0, int(countdown_s * 1000))
-        reply = self.scripts.finish(
-            keys=[key.buf, key.job, key.sheet, BUFFER_INDEX],
-            args=[
-                token,
-                now_ms(),
-                self._delay_ms,
-                self.settings.flush_threshold,
-                key.base,
-                self._ttl,
-                forced_ms,
-            ],
+        args: list[Any] = [lease.token, lease.epoch, self._delay_ms]
+        args += [self.settings.flush_threshold, key.base, self._ttl, forced_ms]
+        args += [self._grace_ms, "1" if hold else "0"]
+        reply = self.scripts.finish(keys=self._run_keys(key), args=args)
+        tasks = decode_tasks(reply)
+        return tasks[0] if tasks else None
+
+    def release(self, key: BufferKey, lease: Lease, countdown_s: float) -> int:
+        """Hand the buffer back for a retry of the same task. Returns attempts, -1 fenced."""
+        args: list[Any] = [lease.token, lease.epoch, int(countdown_s * 1000)]
+        args += [key.base, self._grace_ms]
+        return int(self.scripts.release(keys=[key.job, DUE_INDEX], args=args))
+
+    def adopt(
+        self, key: BufferKey, default_queue: str, *, even_empty: bool = False
+    ) -> FlushTask | None:
+        """A new token for flushing the buffer now, or None (a run holds it, or the list
+        is empty and ``even_empty`` is not set)."""
+        reply = self.scripts.adopt(
+            keys=self._run_keys(key),
+            args=[key.base, default_queue, self._ttl, "1" if even_empty else "0", self._grace_ms],
         )
         tasks = decode_tasks(reply)
         return tasks[0] if tasks else None
 
-    def release(self, key: BufferKey, token: str, countdown_s: float) -> int:
-        """Hand the buffer back for a retry of the same task. Returns attempts, -1 fenced."""
-        due = now_ms() + int(countdown_s * 1000)
-        return int(self.scripts.release(keys=[key.job], args=[token, due]))
+    def redis_now_ms(self) -> int:
+        """The Redis server's clock, the one every lease and due time uses."""
+        seconds, micros = self.redis.time()
+        return int(seconds) * 1000 + int(micros) // 1000
 
     # -- repair -------------------------------------------------------------------------
 
-    def sweep(self, keys: Sequence[BufferKey], default_queue: str) -> list[FlushTask]:
-        """Apply the sweeper's repair (sweep.lua) to these buffers; the tasks to send."""
+    def due_buffers(self, limit: int = SWEEP_PASS_MAX) -> list[BufferKey]:
+        """The buffers whose job the sweeper must look at now (the due index), after
+        filling that index once from the buffer index if it never was (an upgrade)."""
+        if not self.redis.exists(DUE_INDEX_FILLED):
+            self._fill_due_index()
+        now_ms = self.redis_now_ms()
+        members = self.redis.zrangebyscore(DUE_INDEX, "-inf", now_ms, start=0, num=limit)
+        return _parse_bases(cast("list[bytes]", members))
+
+    def _fill_due_index(self) -> None:
+        # Every indexed buffer is due at once: each sweep.lua call scores it properly.
+        pipe = self.redis.pipeline(transaction=False)
+        for key, _ in self.indexed_buffers():
+            pipe.zadd(DUE_INDEX, {key.base: 0}, nx=True)
+        pipe.set(DUE_INDEX_FILLED, "1")
+        pipe.execute()
+
+    def sweep(
+        self,
+        keys: Sequence[BufferKey],
+        default_queue: str,
+        busy_queues: Iterable[str] = (),
+    ) -> list[FlushTask]:
+        """Apply the sweeper's repair (sweep.lua) to these buffers; the tasks to send.
+        ``busy_queues`` have messages waiting for a worker (their sent tasks are late
+        because workers are busy, not lost)."""
+        busy = ",".join(sorted(busy_queues))
         tasks: list[FlushTask] = []
-        grace_ms = int(self.settings.sweep_grace_s * 1000)
         for start in range(0, len(keys), SWEEP_CHUNK):
             chunk = keys[start : start + SWEEP_CHUNK]
-            script_keys = [BUFFER_INDEX]
+            script_keys = [BUFFER_INDEX, DUE_INDEX]
             for key in chunk:
-                script_keys += (key.buf, key.job, key.sheet)
-            args: list[Any] = [now_ms(), grace_ms, default_queue, self._ttl]
+                script_keys += (key.buf, key.job, key.sheet, key.times)
+            args: list[Any] = [
+                self._grace_ms,
+                self._queued_grace_ms,
+                default_queue,
+                self._ttl,
+                busy,
+            ]
             args += [key.base for key in chunk]
             tasks += decode_tasks(self.scripts.sweep(keys=script_keys, args=args))
         return tasks
+
+    def mark_sent(self, tasks: Sequence[FlushTask]) -> None:
+        """These tasks reached the broker (see sent.lua)."""
+        if tasks:
+            keys = [token_buffer(task.token).job for task in tasks]
+            self.scripts.sent(keys=keys, args=[task.token for task in tasks])
 
     # -- sheet cache --------------------------------------------------------------------
 
@@ -247,3 +340,26 @@ class BufferStore:
                     log.error("skipping a malformed member of %s", BUFFER_INDEX)
             if cursor == 0:
                 return
+
+
+def _age_s(run: bytes | str | None, now_ms: int) -> float:
+    """Seconds since an arrival run (``<ms>:<count>``) was noted; 0 when there is none."""
+    text = _text(run)
+    if not text:
+        return 0.0
+    return max(0, now_ms - int(text.partition(":")[0])) / 1000
+
+
+def _parse_bases(members: Iterable[bytes | str]) -> list[BufferKey]:
+    keys = []
+    for member in members:
+        try:
+            keys.append(BufferKey.parse(str(_text(member))))
+        except ValidationError:
+            log.error("skipping a malformed member of %s", DUE_INDEX)
+    return keys
+
+
+def _lease(token: str, epoch: str, reply: Sequence[Any]) -> Lease:
+    until_ms, granted_ms = reply
+    return Lease(token, epoch, int(until_ms), int(granted_ms))

@@ -6,11 +6,12 @@ command, a bad setting prints one line and exits 1 instead of a traceback.
 
 from __future__ import annotations
 
+import logging
 import sys
 from typing import Any
 
 from celery import Celery
-from celery.signals import worker_process_init
+from celery.signals import worker_init, worker_process_init, worker_ready
 
 from sheetsync.celery.config import config_for
 from sheetsync.errors import ConfigError
@@ -39,6 +40,29 @@ app.conf.update(config_for(_settings()))
 def reconfigure() -> None:
     """Apply the current settings to the app (after the environment changed)."""
     app.conf.update(config_for(get_settings()))
+
+
+@worker_init.connect
+def _prefork_pool_with_fix(sender: Any = None, **_: Any) -> None:
+    # `-P prefork` (or the default) gets the prefork pool with the fix in
+    # sheetsync.celery.pool. worker_init runs before the pool class is resolved.
+    from celery.concurrency import get_implementation
+    from celery.concurrency.prefork import TaskPool as CeleryPrefork
+
+    from sheetsync.celery.pool import TaskPool
+
+    if sender is not None and get_implementation(sender.pool_cls) is CeleryPrefork:
+        sender.pool_cls = TaskPool
+
+
+@worker_ready.connect
+def _warn_if_redis_may_evict(**_: Any) -> None:
+    from sheetsync import redis_urls
+    from sheetsync.pipeline import get_pipeline
+
+    warning = redis_urls.eviction_warning(get_pipeline().redis)
+    if warning:
+        logging.getLogger(__name__).warning("%s", warning)
 
 
 @worker_process_init.connect

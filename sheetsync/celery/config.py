@@ -10,18 +10,28 @@ from typing import Any
 
 from kombu.entity import Exchange, Queue
 
+from sheetsync import redis_urls
 from sheetsync.dispatch import QUEUE_DEFAULT, QUEUE_SCHEDULED, QUEUES
 from sheetsync.settings import Settings
 
 
 def config_for(settings: Settings) -> dict[str, Any]:
     """The Celery configuration for these settings (tests rebuild it after changes)."""
+    broker_url, transport_options = redis_urls.kombu_broker(settings.celery_broker_url)
+    sentinel = redis_urls.is_sentinel(settings.celery_broker_url)
     return {
-        "broker_url": settings.celery_broker_url,
+        "broker_url": broker_url,
+        # kombu's Redis (or Sentinel) transport, with a fix that keeps workers alive when
+        # Redis restarts (see sheetsync.celery.transport).
+        "broker_transport": "sheetsync.celery.transport:"
+        + ("SentinelTransport" if sentinel else "Transport"),
         "broker_connection_retry_on_startup": True,
         # A countdown longer than this would be redelivered (and run twice) by the Redis
         # transport; nothing sheetsync sends comes near it (dead letters live in the DB).
-        "broker_transport_options": {"visibility_timeout": settings.visibility_timeout_s},
+        "broker_transport_options": {
+            "visibility_timeout": settings.visibility_timeout_s,
+            **transport_options,
+        },
         "task_queues": [Queue(name, Exchange(name), routing_key=name) for name in QUEUES],
         "task_default_queue": QUEUE_DEFAULT,
         "task_acks_late": True,

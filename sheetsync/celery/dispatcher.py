@@ -7,10 +7,16 @@ the library and the Celery app.
 
 from __future__ import annotations
 
-from sheetsync.celery.application import app
-from sheetsync.dispatch import FlushTask
+import logging
+
+from celery import Celery
+
+from sheetsync.celery.application import app as sheetsync_app
+from sheetsync.dispatch import QUEUES, FlushTask
 from sheetsync.errors import ConfigError
 from sheetsync.settings import get_settings
+
+log = logging.getLogger(__name__)
 
 FLUSH_TASK = "sheetsync.flush.run"
 REPLAY_TASK = "sheetsync.replay_dead_letter"
@@ -27,10 +33,14 @@ def checked_countdown(countdown_s: float) -> float:
 
 
 class CeleryDispatcher:
-    """The :class:`sheetsync.dispatch.Dispatcher` of the Celery app."""
+    """The :class:`sheetsync.dispatch.Dispatcher` of the Celery app (or of ``app``, an
+    app configured the same way: a test's web app with a broker of its own)."""
+
+    def __init__(self, app: Celery | None = None) -> None:
+        self.app = app or sheetsync_app
 
     def send_flush(self, task: FlushTask) -> None:
-        app.send_task(
+        self.app.send_task(
             FLUSH_TASK,
             args=[task.token],
             task_id=task.token,
@@ -39,7 +49,20 @@ class CeleryDispatcher:
         )
 
     def revoke(self, token: str) -> None:
-        app.control.revoke(token)
+        self.app.control.revoke(token)
+
+    def waiting_queues(self) -> frozenset[str] | None:
+        """Queues with messages no worker has taken yet (the Redis broker keeps each
+        queue as a list of that name)."""
+        try:
+            with self.app.connection_for_read() as connection:
+                client = connection.default_channel.client
+                return frozenset(q for q in QUEUES if client.llen(q))
+        except Exception as exc:  # the broker is down or not Redis: the sweeper assumes none
+            log.info("queue depths unavailable: %s", type(exc).__name__)
+            return None
 
     def send_replay(self, dead_letter_id: int, countdown_s: float = 0.0) -> None:
-        app.send_task(REPLAY_TASK, args=[dead_letter_id], countdown=checked_countdown(countdown_s))
+        self.app.send_task(
+            REPLAY_TASK, args=[dead_letter_id], countdown=checked_countdown(countdown_s)
+        )

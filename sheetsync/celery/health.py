@@ -17,6 +17,7 @@ from typing import Any
 import redis
 from celery.signals import beat_init, heartbeat_sent, worker_ready, worker_shutdown
 
+from sheetsync import redis_urls
 from sheetsync.ops import heartbeats
 from sheetsync.settings import get_settings
 
@@ -53,7 +54,7 @@ class _Beater:
         return time.monotonic() - self.last_loop_beat < heartbeats.DEFAULT_HEARTBEAT_TTL_S / 2
 
     def _run(self) -> None:
-        client = redis.Redis.from_url(
+        client = redis_urls.client(
             get_settings().redis_url, socket_timeout=2, socket_connect_timeout=2
         )
         while not self._stop.is_set():

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from celery import Task
 
+from sheetsync.buffers.push import send_tasks
 from sheetsync.celery.application import app
-from sheetsync.celery.dispatcher import CeleryDispatcher, checked_countdown
-from sheetsync.dispatch import send_all
+from sheetsync.celery.dispatcher import checked_countdown
 from sheetsync.flush.run import flush
 from sheetsync.pipeline import get_pipeline
 from sheetsync.recovery import repair
@@ -15,9 +15,10 @@ from sheetsync.recovery import repair
 @app.task(bind=True, name="sheetsync.flush.run", max_retries=None)
 def flush_buffer(self: Task, token: str) -> str:
     """Flush one buffer. The task id is the token (never reused)."""
-    outcome = flush(get_pipeline(), token)
+    pipeline = get_pipeline()
+    outcome = flush(pipeline, token)
     if outcome.next is not None:
-        send_all([outcome.next])
+        send_tasks(pipeline.store, [outcome.next])
     if outcome.status == "retry":
         assert outcome.retry_in_s is not None
         raise self.retry(
@@ -47,7 +48,4 @@ def dispatch_dead_letters() -> int:
 def replay_dead_letter(dead_letter_id: int) -> str:
     from sheetsync.recovery import replay
 
-    result = replay.replay(get_pipeline(), dead_letter_id)
-    if result.retry_in_s is not None:
-        CeleryDispatcher().send_replay(dead_letter_id, result.retry_in_s)
-    return result.summary
+    return replay.replay(get_pipeline(), dead_letter_id).summary

@@ -4,38 +4,42 @@ The SheetTransaction row (ENQUEUED) is the outbox: it is written in the caller's
 transaction, and the Redis push runs only after that transaction commits. If Redis is
 down the push is skipped and the reconciler pushes the id later; the caller's request
 never fails because of Redis or the broker.
+
+One SQL statement per emit in the steady state (docs/ARCHITECTURE.md, "Emit"): an
+``INSERT ... SELECT`` over the form's links as they are (:func:`ledger.claim_for_links`),
+given the answer object (or two, given only its id: the form is looked up first). Which
+buffer and queue each link's answers take comes from the routes cache
+(:mod:`sheetsync.emit.routing`). Emit does not look at credentials: a flush parks the
+answers of an owner whose credential is broken, without calling Google.
 """
 
 from __future__ import annotations
 
 import logging
+from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from sqlalchemy import event, select
+from sqlalchemy import event, select, update
 from sqlalchemy.orm import Session
 
 from sheetsync import ledger
 from sheetsync.alerts import send_alert_once
 from sheetsync.buffers.push import push
-from sheetsync.dispatch import queue_for_plan
-from sheetsync.errors import NotFoundError, ValidationError
+from sheetsync.emit.routing import FormRoutes, Route, RoutingCache
+from sheetsync.errors import NotFoundError
 from sheetsync.keys import BufferKey, check_id
-from sheetsync.models import (
-    CredentialStatus,
-    DeadLetterReason,
-    GoogleCredential,
-    Plan,
-    SpreadSheet,
-    SubmissionAnswer,
-    TransactionType,
-    User,
-)
+from sheetsync.models import SheetTransaction, SubmissionAnswer, TransactionType
 from sheetsync.pipeline import Pipeline, get_pipeline
-from sheetsync.recovery import deadletters
 
 log = logging.getLogger(__name__)
 
 _PENDING = "sheetsync.pending_pushes"
+#: Answers per statement of a batch emit (keeps bind parameters under SQLite's limit).
+BATCH_CHUNK = 500
+
+#: (buffer, queue) -> the ids to push there.
+Pushes = dict[tuple[BufferKey, str], list[str]]
 
 
 @dataclass(frozen=True)
@@ -43,9 +47,7 @@ class EmitResult:
     answer_id: str
     #: Buffers the id was (or, inside a caller's transaction, will be) pushed to.
     enqueued: tuple[BufferKey, ...] = ()
-    #: Buffers whose owner's credential is broken: the id went to their dead letter.
-    dead_lettered: tuple[BufferKey, ...] = ()
-    #: One message per malformed link (VALIDATION_FAILED).
+    #: One message per link that cannot take the answer (malformed, or refused).
     invalid: tuple[str, ...] = ()
     #: Whether the push to Redis happened (False inside an open transaction, or when
     #: Redis was unreachable: the reconciler then pushes later).
@@ -53,143 +55,217 @@ class EmitResult:
 
 
 @dataclass
-class _Routing:
-    """Where one answer goes: buffers to push to, owners' dead letters, broken links."""
+class _Recorded:
+    """What one emit call recorded, per answer."""
 
-    targets: list[tuple[BufferKey, str]] = field(default_factory=list)
-    dead_lettered: list[BufferKey] = field(default_factory=list)
-    invalid: list[str] = field(default_factory=list)
+    enqueued: dict[str, list[BufferKey]] = field(default_factory=lambda: defaultdict(list))
+    invalid: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    pushes: Pushes = field(default_factory=lambda: defaultdict(list))
+
+
+_routes: RoutingCache | None = None
+
+
+def routes_cache(pipeline: Pipeline) -> RoutingCache:
+    global _routes  # noqa: PLW0603 (one cache per process, like the pipeline)
+    if _routes is None or _routes.ttl_s != pipeline.settings.routing_cache_s:
+        _routes = RoutingCache(pipeline.settings.routing_cache_s)
+    return _routes
+
+
+def links_changed(form_id: str | None = None) -> None:
+    """Forget this process's cached routes of ``form_id`` (of every form when None).
+
+    Emit always sees a form's links as they are; the cache only holds who owns each
+    link and their plan, for at most ``SHEETSYNC_ROUTING_CACHE_S``. Call this after
+    changing a link's owner or an owner's plan to apply it at once in this process."""
+    if _routes is not None:
+        _routes.forget(form_id)
 
 
 def emit_answer_submitted(
-    answer_id: str, *, session: Session | None = None, pipeline: Pipeline | None = None
+    answer: str | SubmissionAnswer,
+    *,
+    session: Session | None = None,
+    pipeline: Pipeline | None = None,
 ) -> EmitResult:
-    """Queue a submitted answer for every sheet its form is linked to."""
-    check_id(answer_id, "answer id")
+    """Queue a submitted answer for every sheet its form is linked to.
+
+    ``answer`` is the answer's id, or the ``SubmissionAnswer`` the caller just added
+    (then no statement is spent looking up its form)."""
+    [result] = emit_answers_submitted([answer], session=session, pipeline=pipeline)
+    return result
+
+
+def emit_answers_submitted(
+    answers: Iterable[str | SubmissionAnswer],
+    *,
+    session: Session | None = None,
+    pipeline: Pipeline | None = None,
+) -> list[EmitResult]:
+    """Queue many answers (a bulk import): one statement per :data:`BATCH_CHUNK`
+    answers, one push per buffer. Results are in the order given."""
+    forms = _forms_given(answers)
     pipeline = pipeline or get_pipeline()
     if session is not None:
-        routing = _record(session, answer_id, pipeline)
-        if routing.targets:
-            _push_after_commit(session, pipeline, answer_id, routing.targets)
-        return _result(answer_id, routing, pushed=False)
+        recorded = _record(session, forms, pipeline)
+        if recorded.pushes:
+            _push_after_commit(session, pipeline, recorded.pushes)
+        return _results(forms, recorded, pushed=False)
     with pipeline.sessions.begin() as own:
-        routing = _record(own, answer_id, pipeline)
-    pushed = push(pipeline.store, routing.targets, [answer_id]) if routing.targets else False
-    return _result(answer_id, routing, pushed=pushed)
+        recorded = _record(own, forms, pipeline)
+    pushed = _push_now(pipeline, recorded.pushes)
+    return _results(forms, recorded, pushed=pushed)
 
 
-def _result(answer_id: str, routing: _Routing, *, pushed: bool) -> EmitResult:
-    return EmitResult(
-        answer_id=answer_id,
-        enqueued=tuple(key for key, _ in routing.targets),
-        dead_lettered=tuple(routing.dead_lettered),
-        invalid=tuple(routing.invalid),
-        pushed=pushed,
-    )
+def _forms_given(answers: Iterable[str | SubmissionAnswer]) -> dict[str, str | None]:
+    """Answer id -> its form when the caller gave the object, else None (validated)."""
+    forms: dict[str, str | None] = {}
+    for answer in answers:
+        if isinstance(answer, SubmissionAnswer):
+            forms[check_id(answer.id, "answer id")] = answer.submission_id
+        else:
+            forms.setdefault(check_id(answer, "answer id"), None)
+    return forms
 
 
-def _record(session: Session, answer_id: str, pipeline: Pipeline) -> _Routing:
-    submission_id = session.scalar(
-        select(SubmissionAnswer.submission_id).where(SubmissionAnswer.id == answer_id)
-    )
-    if submission_id is None:
-        raise NotFoundError(f"answer {answer_id} does not exist")
-    links = session.scalars(
-        select(SpreadSheet).where(SpreadSheet.submission_id == submission_id)
-    ).all()
-    routing = _Routing()
-    if not links:
-        return routing
-    owners = {link.create_user_id for link in links}
-    credentials = {
-        c.user_id: c
-        for c in session.scalars(
-            select(GoogleCredential).where(GoogleCredential.user_id.in_(owners))
+def _record(session: Session, forms: dict[str, str | None], pipeline: Pipeline) -> _Recorded:
+    unknown = [answer_id for answer_id, form in forms.items() if form is None]
+    if unknown:
+        found = dict(
+            session.execute(
+                select(SubmissionAnswer.id, SubmissionAnswer.submission_id).where(
+                    SubmissionAnswer.id.in_(unknown)
+                )
+            ).all()
         )
-    }
-    owner_plans: dict[str, Plan] = {
-        user_id: plan
-        for user_id, plan in session.execute(select(User.id, User.plan).where(User.id.in_(owners)))
-    }
-    settings = pipeline.settings
-    for link in links:
-        try:
-            key = BufferKey(
-                link.create_user_id, link.submission_id, link.spread_sheet_id, link.sheet_id
-            )
-        except ValidationError as exc:
-            _invalid(
-                session, pipeline, routing, answer_id, link, f"link {link.id} is malformed: {exc}"
-            )
-            continue
-        credential = credentials.get(link.create_user_id)
-        if credential is None:
-            message = f"link {link.id}: owner {link.create_user_id} has no Google credential"
-            _invalid(session, pipeline, routing, answer_id, link, message)
-            continue
-        if credential.status is not CredentialStatus.VALID:
-            deadletters.park(
-                session,
-                key,
-                [answer_id],
-                DeadLetterReason.CREDENTIAL,
-                f"owner's credential is {credential.status.value}",
-                delay_s=settings.dlq_delay_s,
-            )
-            routing.dead_lettered.append(key)
-            continue
-        ledger.record(
-            session, [answer_id], key.spread_sheet_id, key.sheet_id, TransactionType.ENQUEUED
-        )
-        routing.targets.append((key, queue_for_plan(owner_plans.get(link.create_user_id))))
-    return routing
+        missing = [answer_id for answer_id in unknown if answer_id not in found]
+        if missing:
+            raise NotFoundError(f"answer {missing[0]} does not exist")
+        forms.update(found)
+    cache = routes_cache(pipeline)
+    routes = {form: cache.get(session, form) for form in {f for f in forms.values() if f}}
+    allowed = [link for entry in routes.values() for link in entry.allowed_link_ids]
+    recorded = _Recorded()
+    answer_ids = list(forms)
+    for start in range(0, len(answer_ids), BATCH_CHUNK):
+        chunk = answer_ids[start : start + BATCH_CHUNK]
+        for answer_id, spreadsheet, gid, state in ledger.claim_for_links(session, chunk, allowed):
+            form_id = forms[answer_id]
+            assert form_id is not None
+            route = _route_for(session, cache, routes, form_id, (spreadsheet, gid))
+            _take(session, pipeline, recorded, answer_id, route, state, (spreadsheet, gid))
+    order = {answer_id: n for n, answer_id in enumerate(forms)}
+    for ids in recorded.pushes.values():
+        ids.sort(key=order.__getitem__)  # rows land in the order the answers were given
+    return recorded
 
 
-def _invalid(
+def _route_for(
+    session: Session,
+    cache: RoutingCache,
+    routes: dict[str, FormRoutes],
+    form_id: str,
+    sheet: tuple[str, int],
+) -> Route | None:
+    route = routes[form_id].routes.get(sheet)
+    if route is None:  # a link made since the routes were read
+        routes[form_id] = cache.load(session, form_id)
+        route = routes[form_id].routes.get(sheet)
+    return route
+
+
+def _take(
     session: Session,
     pipeline: Pipeline,
-    routing: _Routing,
+    recorded: _Recorded,
     answer_id: str,
-    link: SpreadSheet,
-    message: str,
+    route: Route | None,
+    state: TransactionType,
+    sheet: tuple[str, int],
 ) -> None:
-    routing.invalid.append(message)
-    if isinstance(link.sheet_id, int) and isinstance(link.spread_sheet_id, str):
-        ledger.record(
-            session,
-            [answer_id],
-            link.spread_sheet_id[:128],
-            link.sheet_id,
-            TransactionType.VALIDATION_FAILED,
-            message,
+    """Where one recorded (answer, sheet) goes, correcting the row where the routes know
+    better than the statement could (a malformed link, or one the authorizer allows)."""
+    if route is None:
+        return  # the link was removed within this very transaction: nothing to send
+    if route.problem is not None:
+        if state is TransactionType.ENQUEUED:  # malformed: the statement cannot tell
+            _correct(session, answer_id, sheet, TransactionType.VALIDATION_FAILED, route.problem)
+        recorded.invalid[answer_id].append(route.problem)
+        send_alert_once(
+            pipeline.redis,
+            f"link:{route.link_id}",
+            f"VALIDATION_FAILED: {route.problem}",
+            settings=pipeline.settings,
         )
-    send_alert_once(
-        pipeline.redis,
-        f"link:{link.id}",
-        f"VALIDATION_FAILED: {message}",
-        settings=pipeline.settings,
-    )
+        return
+    if state is TransactionType.VALIDATION_FAILED:  # allowed by the authorizer
+        _correct(session, answer_id, sheet, TransactionType.ENQUEUED, None)
+    assert route.key is not None
+    recorded.enqueued[answer_id].append(route.key)
+    recorded.pushes[(route.key, route.queue)].append(answer_id)
 
 
-def _push_after_commit(
-    session: Session, pipeline: Pipeline, answer_id: str, targets: list[tuple[BufferKey, str]]
+def _correct(
+    session: Session,
+    answer_id: str,
+    sheet: tuple[str, int],
+    state: TransactionType,
+    message: str | None,
 ) -> None:
-    pending: list[tuple[Pipeline, str, list[tuple[BufferKey, str]]]] | None = session.info.get(
-        _PENDING
+    tx = SheetTransaction
+    session.execute(
+        update(tx)
+        .where(
+            tx.submission_answer_id == answer_id,
+            tx.spread_sheet_id == sheet[0],
+            tx.sheet_id == sheet[1],
+        )
+        .values(type=state, error_message=message)
     )
+
+
+def _results(
+    forms: dict[str, str | None], recorded: _Recorded, *, pushed: bool
+) -> list[EmitResult]:
+    return [
+        EmitResult(
+            answer_id=answer_id,
+            enqueued=tuple(recorded.enqueued.get(answer_id, ())),
+            invalid=tuple(recorded.invalid.get(answer_id, ())),
+            pushed=pushed and bool(recorded.enqueued.get(answer_id)),
+        )
+        for answer_id in forms
+    ]
+
+
+def _push_now(pipeline: Pipeline, pushes: Pushes) -> bool:
+    """Push each buffer's ids, one round trip per set of buffers that take the same ids
+    (one answer's sheets: one call); True when every push reached Redis."""
+    by_ids: dict[tuple[str, ...], list[tuple[BufferKey, str]]] = defaultdict(list)
+    for target, answer_ids in pushes.items():
+        by_ids[tuple(answer_ids)].append(target)
+    ok = True
+    for same_ids, targets in by_ids.items():
+        ok = push(pipeline.store, targets, same_ids) and ok
+    return ok
+
+
+def _push_after_commit(session: Session, pipeline: Pipeline, pushes: Pushes) -> None:
+    pending: list[tuple[Pipeline, Pushes]] | None = session.info.get(_PENDING)
     if pending is None:
         pending = []
         session.info[_PENDING] = pending
         event.listen(session, "after_commit", _flush_pending)
         event.listen(session, "after_soft_rollback", _drop_pending)
-    pending.append((pipeline, answer_id, targets))
+    pending.append((pipeline, pushes))
 
 
 def _flush_pending(session: Session) -> None:
     pending = session.info.get(_PENDING) or []
     session.info[_PENDING] = []
-    for pipeline, answer_id, targets in pending:
-        push(pipeline.store, targets, [answer_id])
+    for pipeline, pushes in pending:
+        _push_now(pipeline, pushes)
 
 
 def _drop_pending(session: Session, _previous_transaction: object) -> None:

@@ -3,7 +3,9 @@
 Two windows guard every request: the Google account's (60 per 60 s) and the project's
 (300 per 60 s). Both are taken in one Lua script (``rate_take.lua``): the `limits`
 library's moving window takes one limit per call, so a refusal by the second limit
-would waste the slot already taken from the first.
+would waste the slot already taken from the first. A buffer that must wait gets a
+ticket, the time its turn comes, so waiting buffers wake one per slot rather than all
+at once; the windows themselves hold only requests taken, so they stay strict.
 
 Google counts a request when it arrives; we count it when the slot is taken, a little
 earlier. ``SHEETSYNC_RATE_MARGIN_S`` widens our window by more than that delay varies,
@@ -20,8 +22,11 @@ import redis
 
 from sheetsync.buffers.scripts import Scripts
 from sheetsync.errors import RateLimited
-from sheetsync.keys import RATE_PROJECT, rate_account_key
+from sheetsync.keys import RATE_PROJECT, rate_account_key, rate_tickets_key
 from sheetsync.settings import Settings
+
+#: A waiting buffer's ticket this long past is abandoned (others may take its place).
+DEFAULT_TICKET_GRACE_MS = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,60 +44,59 @@ class RateLimiter:
         self._scripts = scripts or Scripts(client)
         self.window_ms = int((settings.rate_window_s + settings.rate_margin_s) * 1000)
 
-    def take(self, google_account_id: str, *, max_wait_s: float = 0.0) -> None:
-        """Take one slot in both windows, waiting up to ``max_wait_s`` for one to free;
-        else raise :class:`RateLimited` with the wait."""
-        deadline = time.monotonic() + max_wait_s
+    def take(self, google_account_id: str, *, max_wait_s: float = 0.0, waiter: str = "") -> None:
+        """Take one slot in both windows for a request about to be sent, waiting up to
+        ``max_wait_s`` for it; else raise :class:`RateLimited` with the wait. A
+        ``waiter`` (a buffer) uses the slot it reserved, and one it cannot wait for
+        stays reserved for it."""
         while True:
-            try:
-                self._take_now(google_account_id)
+            taken, wait_ms = self._call(google_account_id, waiter, "take", max_wait_s)
+            wait_s = wait_ms / 1000
+            if taken:
+                if wait_s > 0:
+                    time.sleep(wait_s)
                 return
-            except RateLimited as limited:
-                if time.monotonic() + limited.retry_after_s > deadline:
-                    raise
-                time.sleep(limited.retry_after_s)
+            if wait_s > max_wait_s:
+                raise RateLimited(
+                    f"rate limit reached for account {google_account_id}",
+                    retry_after_s=wait_s,
+                )
+            time.sleep(max(wait_s - max_wait_s, 0.001))
 
-    def _take_now(self, google_account_id: str) -> None:
+    def reserve(self, google_account_id: str, waiter: str) -> float:
+        """Seconds until ``waiter`` (a buffer) may send its next request; 0 when a slot is
+        free now. A later slot is reserved for it, so each waiting buffer wakes at a
+        slot of its own (no herd). Takes nothing when a slot is free now.
+
+        A flush asks before it builds a batch, so a rate-limited run reschedules to its
+        slot without hydrating, decrypting and building rows it cannot send yet.
+        """
+        _, wait_ms = self._call(google_account_id, waiter, "reserve", 0.0)
+        return max(wait_ms, 0) / 1000
+
+    def _call(
+        self, google_account_id: str, waiter: str, mode: str, lead_s: float
+    ) -> tuple[bool, int]:
+        account = rate_account_key(google_account_id)
         taken, wait_ms = self._scripts.rate_take(
-            keys=[rate_account_key(google_account_id), RATE_PROJECT],
+            keys=[account, RATE_PROJECT, rate_tickets_key(account), rate_tickets_key(RATE_PROJECT)],
             args=[
                 self.window_ms,
                 self.settings.rate_limit_per_account,
                 self.settings.rate_limit_per_project,
                 uuid.uuid4().hex,
+                waiter,
+                mode,
+                int(lead_s * 1000),
+                DEFAULT_TICKET_GRACE_MS,
             ],
         )
-        if not int(taken):
-            raise RateLimited(
-                f"rate limit reached for account {google_account_id}",
-                retry_after_s=int(wait_ms) / 1000,
-            )
+        return bool(int(taken)), int(wait_ms)
 
-    def acquirer(self, google_account_id: str, max_wait_s: float = 0.0) -> _Acquire:
-        return _Acquire(self, google_account_id, max_wait_s)
-
-    def wait_s(self, google_account_id: str) -> float:
-        """Seconds until a slot is free in both windows (0: free now). Takes nothing.
-
-        A flush asks before it builds a batch, so a rate-limited run reschedules
-        without hydrating, decrypting and building rows it cannot send yet.
-        """
-        seconds, micros = self.redis.time()
-        now_ms = seconds * 1000 + micros // 1000
-        since = f"({now_ms - self.window_ms}"
-        pipe = self.redis.pipeline(transaction=False)
-        windows = (
-            (rate_account_key(google_account_id), self.settings.rate_limit_per_account),
-            (RATE_PROJECT, self.settings.rate_limit_per_project),
-        )
-        for key, limit in windows:
-            # The entry whose expiry frees a slot: the limit-th newest in the window.
-            pipe.zrevrangebyscore(key, "+inf", since, start=limit - 1, num=1, withscores=True)
-        wait_ms = 0.0
-        for entries in pipe.execute():
-            if entries:
-                wait_ms = max(wait_ms, float(entries[0][1]) + self.window_ms - now_ms + 1)
-        return wait_ms / 1000
+    def acquirer(
+        self, google_account_id: str, max_wait_s: float = 0.0, waiter: str = ""
+    ) -> _Acquire:
+        return _Acquire(self, google_account_id, max_wait_s, waiter)
 
     def usage(self, google_account_id: str | None = None) -> WindowUse:
         """Requests in the current window (the project's when no account is given)."""
@@ -111,10 +115,13 @@ class RateLimiter:
 class _Acquire:
     """The zero-argument ``acquire`` hook that :class:`SheetsClient` calls per request."""
 
-    def __init__(self, limiter: RateLimiter, google_account_id: str, max_wait_s: float) -> None:
+    def __init__(
+        self, limiter: RateLimiter, google_account_id: str, max_wait_s: float, waiter: str
+    ) -> None:
         self._limiter = limiter
         self._account = google_account_id
         self._max_wait_s = max_wait_s
+        self._waiter = waiter
 
     def __call__(self) -> None:
-        self._limiter.take(self._account, max_wait_s=self._max_wait_s)
+        self._limiter.take(self._account, max_wait_s=self._max_wait_s, waiter=self._waiter)

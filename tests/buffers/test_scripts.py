@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import threading
 import time
 
 import pytest
 
 from sheetsync.buffers.store import BufferStore
-from sheetsync.errors import RateLimited, ValidationError
+from sheetsync.errors import ValidationError
 from sheetsync.keys import BUFFER_INDEX, BufferKey, token_buffer
 from sheetsync.settings import Settings
-from sheetsync.sheets.limiter import RateLimiter
 
 KEY = BufferKey("u1", "form1", "sheetA", 7)
 
@@ -65,14 +63,17 @@ def test_claim_is_exclusive_while_the_lease_holds(store):
 
 def test_finish_deletes_an_empty_job_and_hands_over_a_busy_one(store):
     [dispatch] = store.push([(KEY, "q")], ["a1", "a2"])
-    assert store.claim(KEY, dispatch.token)
-    assert store.trim(KEY, dispatch.token, 1, last_row=2) == 1
-    following = store.finish(KEY, dispatch.token)
+    lease = store.claim(KEY, dispatch.token)
+    assert lease is not None
+    assert store.trim(KEY, lease, 1, last_row=2)[0] == 1
+    following = store.finish(KEY, lease)
     assert following is not None and following.token != dispatch.token
-    assert following.countdown_s == 10
-    assert store.claim(KEY, following.token)
-    assert store.trim(KEY, following.token, 1, last_row=3) == 0
-    assert store.finish(KEY, following.token) is None
+    # Due FLUSH_DELAY (10 s) after the oldest id left arrived, which was just now.
+    assert 9 < following.countdown_s <= 10
+    next_lease = store.claim(KEY, following.token)
+    assert next_lease is not None
+    assert store.trim(KEY, next_lease, 1, last_row=3) == (0, 0)
+    assert store.finish(KEY, next_lease) is None
     assert store.job_state(KEY) == {}
     assert store.redis.zscore(BUFFER_INDEX, KEY.base) is None
     assert store.sheet_cache(KEY).last_row == 3
@@ -80,77 +81,55 @@ def test_finish_deletes_an_empty_job_and_hands_over_a_busy_one(store):
 
 def test_a_stale_run_is_fenced_at_every_step(store):
     [dispatch] = store.push([(KEY, "q")], ["a1"])
-    assert store.claim(KEY, dispatch.token)
+    lease = store.claim(KEY, dispatch.token)
+    assert lease is not None
     time.sleep(1.1)
     [takeover] = store.sweep([KEY], "q")  # the lease expired: the sweeper re-dispatches
     assert takeover.superseded == dispatch.token
-    assert not store.renew(KEY, dispatch.token)
-    assert not store.write_intent(KEY, dispatch.token, ["a1"], None)
-    assert store.trim(KEY, dispatch.token, 1, None) == -1
-    assert store.finish(KEY, dispatch.token) is None
-    assert store.release(KEY, dispatch.token, 1.0) == -1
-    assert store.read_all(KEY) == ["a1"]  # nothing lost
+    assert_fenced(store, lease)
+
+
+def test_a_second_delivery_of_one_token_fences_the_first(store):
+    """The same token delivered twice: the later claim (after the first run's lease
+    expired) starts a new epoch, and the first run can change nothing any more."""
+    [dispatch] = store.push([(KEY, "q")], ["a1", "a2"])
+    first = store.claim(KEY, dispatch.token)
+    assert first is not None
+    time.sleep(1.1)  # the first run stalls past its 1 s lease
+    second = store.claim(KEY, dispatch.token)
+    assert second is not None and second.epoch != first.epoch
+    assert_fenced(store, first, ids=["a1", "a2"])
+    assert store.renew(KEY, second) is not None
+
+
+def assert_fenced(store, lease, ids=("a1",)):
+    assert store.renew(KEY, lease) is None
+    assert store.trim(KEY, lease, 1, None)[0] == -1
+    assert store.finish(KEY, lease) is None
+    assert store.release(KEY, lease, 1.0) == -1
+    assert store.read_all(KEY) == list(ids)  # nothing lost
+
+
+def test_leases_and_due_times_are_on_the_redis_clock(store, monkeypatch):
+    """A host whose clock is an hour off changes neither."""
+    real = time.time
+    monkeypatch.setattr(time, "time", lambda: real() + 3600)
+    [dispatch] = store.push([(KEY, "q")], ["a1"])
+    due_in = int(store.job_state(KEY)["due_at"]) - store.redis_now_ms()
+    assert 9_000 < due_in <= 10_000
+    lease = store.claim(KEY, dispatch.token)
+    assert lease is not None and 900 < lease.until_ms - store.redis_now_ms() <= 1000
 
 
 def test_tokens_never_repeat_even_after_redis_loses_everything(store):
     seen = set()
     for _ in range(3):
         [dispatch] = store.push([(KEY, "q")], ["a1"])
-        assert store.claim(KEY, dispatch.token)
-        store.trim(KEY, dispatch.token, 1, None)
-        store.finish(KEY, dispatch.token)
+        lease = store.claim(KEY, dispatch.token)
+        assert lease is not None
+        store.trim(KEY, lease, 1, None)
+        store.finish(KEY, lease)
         seen.add(dispatch.token)
     store.redis.flushdb()
     [after_loss] = store.push([(KEY, "q")], ["a1"])
     assert after_loss.token not in seen and len(seen) == 3
-
-
-def test_the_limiter_takes_both_windows_or_neither(redis_url):
-    import redis
-
-    client = redis.Redis.from_url(redis_url)
-    settings = Settings.load(
-        rate_window_s=5, rate_margin_s=0, rate_limit_per_account=3, rate_limit_per_project=4
-    )
-    limiter = RateLimiter(client, settings)
-    for _ in range(3):
-        limiter.take("acct1")
-    with pytest.raises(RateLimited) as refused:
-        limiter.take("acct1")
-    assert 4.5 < refused.value.retry_after_s <= 5.01
-    assert limiter.usage().used == 3  # the refusal did not spend a project slot
-    limiter.take("acct2")
-    with pytest.raises(RateLimited):
-        limiter.take("acct3")  # now the project window is full
-    assert limiter.usage("acct3").used == 0
-
-
-def test_the_limiter_is_strict_under_concurrency(redis_url):
-    import redis
-
-    settings = Settings.load(
-        rate_window_s=1, rate_margin_s=0, rate_limit_per_account=20, rate_limit_per_project=1000
-    )
-    taken: list[float] = []
-    lock = threading.Lock()
-
-    def hammer() -> None:
-        limiter = RateLimiter(redis.Redis.from_url(redis_url), settings)
-        deadline = time.monotonic() + 2.5
-        while time.monotonic() < deadline:
-            try:
-                limiter.take("acct")
-            except RateLimited as limited:
-                time.sleep(min(limited.retry_after_s, 0.05))
-                continue
-            with lock:
-                taken.append(time.monotonic())
-
-    threads = [threading.Thread(target=hammer) for _ in range(6)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    taken.sort()
-    busiest = max(sum(1 for t in taken if start <= t < start + 0.99) for start in taken)
-    assert busiest <= 20 and len(taken) >= 40

@@ -56,7 +56,11 @@ def test_a_plain_worker_runs_every_queue(world, pipeline_env, tmp_path: Path):
 
         wait_until(lambda: world.ids_in(pro_sheet) == [pro_id], timeout=30)
         wait_until(lambda: sorted(world.ids_in(free_sheet)) == sorted([free_id, *parked_ids]))
-        wait_until(lambda: world.dead_letters()[0].status is DeadLetterStatus.DONE)
+        wait_until(
+            lambda: (
+                world.complete_replays() and world.dead_letters()[0].status is DeadLetterStatus.DONE
+            )
+        )
         log_text = log_path.read_text(errors="replace")
         for queue in ("sheetsync_priority", "sheetsync_default", "sheetsync_scheduled"):
             assert f".> {queue} " in log_text

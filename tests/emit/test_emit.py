@@ -118,17 +118,22 @@ def test_malformed_link_is_validation_failed_and_alerted_others_flow(world, aler
     assert len([text for text in alerts.texts if f"link {bad_link}" in text]) == 1
 
 
-def test_an_invalid_credential_sends_the_answer_straight_to_the_dead_letter(world, pipeline):
+def test_an_invalid_credential_parks_the_answers_without_asking_google(
+    world, pipeline, worker, admin
+):
+    """Emit does not look at credentials (one statement per emit); the flush finds the
+    owner's credential INVALID in the database and parks the ids, calling nobody."""
     form = world.form("broken", credential_status=CredentialStatus.INVALID)
     world.sheet(form)
     ids = world.answers(form, 2)
+    admin.reset_stats()
     for answer_id in ids:
-        result = emit_answer_submitted(answer_id)
-        assert result.enqueued == () and len(result.dead_lettered) == 1
+        assert len(emit_answer_submitted(answer_id).enqueued) == 1
+    wait_until(lambda: world.dead_letters() and not world.leftover_keys(), timeout=30)
     [entry] = world.dead_letters()
-    assert entry.reason is DeadLetterReason.CREDENTIAL and entry.answer_ids == ids
+    assert entry.reason is DeadLetterReason.CREDENTIAL and world.ids_of(entry) == sorted(ids)
     assert world.ledger_counts() == {"DEAD_LETTERED": 2}
-    assert not any(k.endswith(b":buf") for k in redis_keys(pipeline))
+    assert admin.stats()["requests"]["total"] == 0
 
 
 @pytest.mark.parametrize("sheets", [1, 3])
@@ -154,3 +159,68 @@ def test_one_redis_round_trip_per_emit(world, pipeline, monkeypatch, sheets):
     monkeypatch.setattr(connection_class, "send_packed_command", counting)
     emit_answer_submitted(second)
     assert len(sent) == 1
+
+
+@pytest.mark.parametrize("db_url", ["sqlite", "postgres"], indirect=True)
+@pytest.mark.parametrize("sheets", [1, 3])
+def test_one_sql_statement_per_emit_given_the_answer(world, pipeline, db_url, sheets):
+    """In the steady state (the form's routes cached) an emit inside the app's
+    transaction is one statement; given only the id, two."""
+    from sqlalchemy import event
+
+    from sheetsync.models import SubmissionAnswer
+
+    form = world.form()
+    for n in range(sheets):
+        world.sheet(form, f"T{n}")
+    first, by_object, by_id = world.answers(form, 3)
+    emit_answer_submitted(first)  # reads the form's routes once
+
+    statements: list[str] = []
+
+    def count(_conn, _cursor, statement, *_args):
+        if not statement.lstrip().upper().startswith(("BEGIN", "COMMIT", "ROLLBACK")):
+            statements.append(statement)
+
+    with pipeline.sessions.begin() as session:
+        answer = session.get(SubmissionAnswer, by_object)
+        event.listen(pipeline.engine, "before_cursor_execute", count)
+        try:
+            result = emit_answer_submitted(answer, session=session)
+        finally:
+            event.remove(pipeline.engine, "before_cursor_execute", count)
+    assert len(result.enqueued) == sheets
+    assert len(statements) == 1, statements
+
+    statements.clear()
+    with pipeline.sessions.begin() as session:
+        event.listen(pipeline.engine, "before_cursor_execute", count)
+        try:
+            emit_answer_submitted(by_id, session=session)
+        finally:
+            event.remove(pipeline.engine, "before_cursor_execute", count)
+    assert len(statements) == 2, statements
+    wait_until(lambda: world.ledger_counts() == {"ENQUEUED": 3 * sheets})
+
+
+def test_a_batch_emit_takes_one_statement_and_one_push_per_buffer(world, pipeline, monkeypatch):
+    from sheetsync import emit_answers_submitted
+
+    form = world.form()
+    for n in range(2):
+        world.sheet(form, f"T{n}")
+    ids = world.answers(form, 40)
+    pushes = []
+    original = BufferStore.push
+
+    def counting(self, targets, answer_ids):
+        pushes.append((list(targets), list(answer_ids)))
+        return original(self, targets, answer_ids)
+
+    monkeypatch.setattr(BufferStore, "push", counting)
+    results = emit_answers_submitted(ids)
+    assert [r.answer_id for r in results] == ids
+    assert all(len(r.enqueued) == 2 for r in results)
+    assert len(pushes) == 1 and len(pushes[0][0]) == 2 and pushes[0][1] == ids
+    assert world.ledger_counts() == {"ENQUEUED": 80}
+    assert emit_answers_submitted(ids)[0].enqueued == ()  # again: nothing

@@ -1,17 +1,24 @@
--- A flush task starts: take the buffer if the task's token is still the live one.
--- KEYS: the job
--- ARGV: token, now (ms), lease (ms)
--- Returns 1 when this run now holds the buffer; 0 when the token was superseded or
--- another run with this token still holds an unexpired lease (a duplicate delivery).
-local job = KEYS[1]
-local token, now, lease_ms = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+-- A flush task starts: take the buffer if the task's token is still the live one (I2),
+-- under a new run epoch.
+-- KEYS: the job, the due index
+-- ARGV: token, lease (ms), buffer base
+-- Returns {epoch, lease until (ms), now (ms)} when this run now holds the buffer, or {}
+-- when the token was superseded or another run with this token still holds an
+-- unexpired lease (a duplicate delivery).
+local job, due_index = KEYS[1], KEYS[2]
+local token, lease_ms, base = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local now = now_ms()
 local live_token, state, lease_until = unpack(redis.call('HMGET', job, 'token', 'state',
   'lease_until'))
 if live_token ~= token then
-  return 0
+  return {}
 end
 if state == 'running' and tonumber(lease_until or '0') > now then
-  return 0
+  return {}
 end
+-- A new epoch per claim: an earlier run of this token (whose lease expired) is fenced
+-- at its next step, so two deliveries of one token never both act.
+local epoch = redis.call('HINCRBY', job, 'epoch', 1)
 redis.call('HSET', job, 'state', 'running', 'lease_until', now + lease_ms)
-return 1
+watch(due_index, base, now + lease_ms)
+return {epoch, now + lease_ms, now}

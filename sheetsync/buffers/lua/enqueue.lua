@@ -1,33 +1,38 @@
 -- Push answer ids onto one or more buffers (the sheets one answer goes to) and make
 -- sure each has exactly one live flush task. One call serves every target, so an emit
 -- costs one round trip however many sheets the form is linked to.
--- KEYS: buffer index, then per target: its list, its job, its sheet cache
--- ARGV: now (ms), flush delay (ms), flush threshold, sheet cache ttl (s), number of
---       targets T, then per target: its buffer base and queue, then the answer ids
+-- KEYS: buffer index, due index, then per target: its list, its job, its sheet cache,
+--       its arrival runs
+-- ARGV: flush delay (ms), flush threshold, sheet cache ttl (s), sweep grace (ms), number
+--       of targets T, then per target: its buffer base and queue, then the answer ids
 -- Returns the tasks to send (see task_to_send): a target whose live task already
 -- covers its new ids needs none.
-local buffer_index = KEYS[1]
-local now, delay_ms = tonumber(ARGV[1]), tonumber(ARGV[2])
-local threshold, sheet_ttl_s, targets = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local buffer_index, due_index = KEYS[1], KEYS[2]
+local delay_ms, threshold = tonumber(ARGV[1]), tonumber(ARGV[2])
+local sheet_ttl_s, grace_ms, targets = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local first_id = 6 + 2 * targets
 local pushed = #ARGV - first_id + 1
+local now = now_ms()
 
 local to_send = {}
 for t = 1, targets do
-  local list, job, sheet = KEYS[3 * t - 1], KEYS[3 * t], KEYS[3 * t + 1]
+  local list, job, sheet, times = KEYS[4 * t - 1], KEYS[4 * t], KEYS[4 * t + 1], KEYS[4 * t + 2]
   local base, queue = ARGV[4 + 2 * t], ARGV[5 + 2 * t]
   local length = redis.call('RPUSH', list, unpack(ARGV, first_id))
+  note_arrivals(times, now, pushed)
   local state, promoted = 'scheduled', '1'
-  -- A non-empty list always has its job (the sweeper repairs it if not), so only a
+  -- A non-empty list always has its job (I1; the sweeper repairs it if not), so only a
   -- list that was empty, or one at the threshold, needs to look at the job.
   if length == pushed or length >= threshold then
     state, promoted = unpack(redis.call('HMGET', job, 'state', 'promoted'))
   end
   if state == 'scheduled' and promoted ~= '1' and length >= threshold then
-    -- Promotion: the list reached the threshold while a delayed task waits.
+    -- Promotion (I3): the list reached the threshold while a delayed task waits.
     local old_token, job_queue = unpack(redis.call('HMGET', job, 'token', 'queue'))
     local token = mint_token(sheet, base, sheet_ttl_s)
     redis.call('HSET', job, 'token', token, 'promoted', '1', 'due_at', now)
+    redis.call('HDEL', job, 'sent')
+    watch(due_index, base, now + grace_ms)
     to_send[#to_send + 1] = task_to_send(token, job_queue, 0, old_token)
   elseif not state then
     local token = mint_token(sheet, base, sheet_ttl_s)
@@ -38,7 +43,8 @@ for t = 1, targets do
     redis.call('HSET', job, 'token', token, 'state', 'scheduled', 'promoted', promote,
       'queue', queue, 'due_at', now + countdown_ms, 'attempts', 0)
     -- Indexed while the job lives (finish and the sweeper remove it).
-    redis.call('ZADD', buffer_index, 'NX', now, base)
+    redis.call('ZADD', buffer_index, 'NX', oldest_arrival(times, now), base)
+    watch(due_index, base, now + countdown_ms + grace_ms)
     to_send[#to_send + 1] = task_to_send(token, queue, countdown_ms)
   end
   -- A running job needs nothing: the running loop drains the new ids.

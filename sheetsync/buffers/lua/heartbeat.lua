@@ -5,7 +5,7 @@
 -- Returns the Redis time (ms) recorded. Entries older than the ttl leave the index.
 local index, details = KEYS[1], KEYS[2]
 local name, role, queues, pid, ttl_s = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
-local now = math.floor(clock_us() / 1000)
+local now = now_ms()
 redis.call('HSET', details, 'role', role, 'queues', queues, 'pid', pid, 'seen', now)
 redis.call('EXPIRE', details, math.ceil(ttl_s))
 redis.call('ZADD', index, now, name)

@@ -1,32 +1,150 @@
--- Take one request slot in two strict sliding windows at once: the Google account's and
--- the project's. Either both are taken or neither, so a refusal by one never wastes a
--- slot of the other (the reason this is not the `limits` library, whose moving window
--- takes one limit per call). Time is the Redis server's, so every worker host shares
--- one clock.
--- KEYS: the account's window (ZSET), the project's window (ZSET)
--- ARGV: window (ms), account limit, project limit, a unique member for this request
--- Returns {1, 0} when taken, else {0, ms until a slot frees in every refusing window}.
-local account_window, project_window = KEYS[1], KEYS[2]
+-- A request slot in two strict sliding windows at once: the Google account's and the
+-- project's. Either both are taken or neither (the reason this is not the `limits`
+-- library, whose moving window takes one limit per call). Time is the Redis server's.
+--
+-- The windows hold the requests taken, at the time each goes (now, or within the lead),
+-- and a request is taken only where every window that would hold it stays within its
+-- limit: the limits are strict whatever else happens.
+--
+-- A buffer that must wait gets a ticket: the time a slot would free for it if everyone
+-- ahead took theirs on time (the earliest time after every entry and ticket, and a
+-- window after the one `limit` places back). Each waiting buffer wakes at its own time
+-- instead of all waking when one slot frees. Tickets are a queue, not slots: a ticket
+-- holder takes its slot by the same strict check, so a holder that wakes late still goes
+-- if the windows allow it, and one that cannot go yet gets a later ticket. Requests with
+-- no ticket count the live tickets as taken, so they do not jump the queue; a ticket
+-- more than the grace in the past is abandoned.
+-- KEYS: the account's window, the project's window (ZSETs of requests), the account's
+--       tickets, the project's tickets (ZSETs of waiting buffers)
+-- ARGV: window (ms), account limit, project limit, a unique member for this request,
+--       the waiting buffer ('' for none), mode ('reserve': get a ticket, take nothing;
+--       'take': the request goes now or within the lead), lead (ms), ticket grace (ms)
+-- Returns {1, ms to wait before sending} when the request has its slot, or
+-- {0, ms until the buffer's ticket} (or until a slot would free, for no buffer).
 local window_ms, member = tonumber(ARGV[1]), ARGV[4]
-local windows = {account_window, project_window}
+local waiter, mode = ARGV[5], ARGV[6]
+local lead_ms, grace_ms = tonumber(ARGV[7]), tonumber(ARGV[8])
+local windows = {KEYS[1], KEYS[2]}
+local tickets = {KEYS[3], KEYS[4]}
 local limits = {tonumber(ARGV[2]), tonumber(ARGV[3])}
-local now = math.floor(clock_us() / 1000)
-local wait_ms = 0
-for i = 1, 2 do
-  redis.call('ZREMRANGEBYSCORE', windows[i], '-inf', now - window_ms)
-  local used = redis.call('ZCARD', windows[i])
-  if used >= limits[i] then
-    -- The slot frees when the entry that put the window at its limit ages out.
-    local entry = redis.call('ZRANGE', windows[i], used - limits[i], used - limits[i],
-      'WITHSCORES')
-    wait_ms = math.max(wait_ms, tonumber(entry[2]) + window_ms - now + 1)
+local now = now_ms()
+
+local function set_in(keys, name, at)
+  for i = 1, 2 do
+    redis.call('ZADD', keys[i], at, name)
+    redis.call('PEXPIRE', keys[i], math.max(at - now, 0) + window_ms + grace_ms)
   end
 end
-if wait_ms > 0 then
-  return {0, wait_ms}
+
+local function drop_ticket()
+  for i = 1, 2 do
+    redis.call('ZREM', tickets[i], waiter)
+  end
 end
+
+-- The scores of a ZSET between `from` and `to` (ZRANGEBYSCORE bounds).
+local function scores_of(key, from, to, into)
+  local found = redis.call('ZRANGEBYSCORE', key, from, to, 'WITHSCORES')
+  for j = 2, #found, 2 do
+    into[#into + 1] = tonumber(found[j])
+  end
+  return into
+end
+
+-- The scores near `t` (within a window either side) of window i, with the live tickets
+-- when `with_tickets`.
+local function nearby(i, t, with_tickets)
+  local to = '(' .. (t + window_ms)
+  local scores = scores_of(windows[i], '(' .. (t - window_ms), to, {})
+  if with_tickets then
+    scores_of(tickets[i], '(' .. math.max(t - window_ms, now - grace_ms), to, scores)
+  end
+  return scores
+end
+
+-- Whether a request at `t` keeps every window that would hold it within its limit.
+local function fits(t, with_tickets)
+  for i = 1, 2 do
+    local scores = nearby(i, t, with_tickets)
+    scores[#scores + 1] = t
+    table.sort(scores)
+    local first = 1
+    for last = 1, #scores do
+      while scores[first] <= scores[last] - window_ms do
+        first = first + 1
+      end
+      if scores[last] >= t and last - first + 1 > limits[i] then
+        return false
+      end
+    end
+  end
+  return true
+end
+
+-- The earliest time after every entry (and ticket) of both windows, and a window after
+-- the one `limit` places back: always within the limits.
+local function after_everyone(with_tickets)
+  local slot = now
+  for i = 1, 2 do
+    local values = scores_of(windows[i], '-inf', '+inf', {})
+    if with_tickets then
+      scores_of(tickets[i], now - grace_ms, '+inf', values)
+    end
+    table.sort(values)
+    local n = #values
+    if n > 0 then
+      slot = math.max(slot, values[n])
+    end
+    if n >= limits[i] then
+      slot = math.max(slot, values[n - limits[i] + 1] + window_ms + 1)
+    end
+  end
+  return slot
+end
+
 for i = 1, 2 do
-  redis.call('ZADD', windows[i], now, member)
-  redis.call('PEXPIRE', windows[i], window_ms)
+  redis.call('ZREMRANGEBYSCORE', windows[i], '-inf', now - window_ms)
+  redis.call('ZREMRANGEBYSCORE', tickets[i], '-inf', now - window_ms - grace_ms)
 end
-return {1, 0}
+
+local ticket = waiter ~= '' and tonumber(redis.call('ZSCORE', tickets[1], waiter)) or nil
+if ticket and ticket > now + lead_ms then
+  return {0, ticket - now}  -- not this buffer's turn yet
+end
+
+if mode == 'reserve' then
+  if ticket then
+    return {0, math.max(ticket - now, 0)}
+  end
+  if fits(now, true) then
+    return {0, 0}
+  end
+  local slot = after_everyone(true)
+  if waiter ~= '' then
+    set_in(tickets, waiter, slot)
+  end
+  return {0, slot - now}
+end
+
+-- A ticket holder whose turn it is goes by the strict check alone; anyone else also
+-- leaves the live tickets their slots.
+local queued = ticket == nil
+if fits(now, queued) then
+  if ticket then
+    drop_ticket()
+  end
+  set_in(windows, member, now)
+  return {1, 0}
+end
+local slot = after_everyone(queued)
+if slot <= now + lead_ms then
+  if ticket then
+    drop_ticket()
+  end
+  set_in(windows, member, slot)
+  return {1, slot - now}
+end
+if waiter ~= '' then
+  set_in(tickets, waiter, slot)
+end
+return {0, slot - now}

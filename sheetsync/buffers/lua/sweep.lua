@@ -1,41 +1,63 @@
--- The sweeper's repair of a chunk of buffers. A job scheduled long past due (its task
--- was never sent, or was lost), a running job whose lease expired (its worker died), or
--- a non-empty list with no job at all gets a new token; an empty buffer with no job
--- leaves the index.
--- KEYS: the buffer index, then per buffer: its list, its job, its sheet cache
--- ARGV: now (ms), grace past due (ms), queue for a job that has none, sheet cache
---       ttl (s), then each buffer's base
+-- The sweeper's repair of a chunk of buffers (I1). A job scheduled past due + grace (its
+-- task was never sent, or was lost), a running job whose lease expired (its worker died),
+-- or a non-empty list with no job at all gets a new token; an empty buffer with no job
+-- leaves the indexes. A job whose task was sent to a queue that still has messages
+-- waiting for a worker is late because workers are busy, not lost: it is looked at
+-- again later, up to the long grace, so busy workers cause no re-sends. A job that is
+-- not stuck is scored again in the due index.
+-- KEYS: the buffer index, the due index, then per buffer: its list, its job, its sheet
+--       cache, its arrival runs
+-- ARGV: grace past due (ms), grace past due for a sent task in a busy queue (ms), queue
+--       for a job that has none, sheet cache ttl (s), the busy queues (comma-separated),
+--       then each buffer's base
 -- Returns the tasks to send, each superseding the job's old token.
-local buffer_index = KEYS[1]
-local now, grace_ms = tonumber(ARGV[1]), tonumber(ARGV[2])
+local buffer_index, due_index = KEYS[1], KEYS[2]
+local grace_ms, queued_grace_ms = tonumber(ARGV[1]), tonumber(ARGV[2])
 local default_queue, sheet_ttl_s = ARGV[3], tonumber(ARGV[4])
+local busy = {}
+for queue in string.gmatch(ARGV[5], '[^,]+') do
+  busy[queue] = true
+end
+local now = now_ms()
 
-local function stuck(state, due_at, lease_until, length)
-  if not state then
-    return length > 0
-  elseif state == 'scheduled' then
-    return tonumber(due_at or '0') + grace_ms <= now
+-- When the job must be looked at again (nil: a list with no job; now or before: stuck).
+local function look_again_at(state, due_at, lease_until, sent, queue)
+  if state == 'scheduled' then
+    local overdue_at = tonumber(due_at or '0') + grace_ms
+    if overdue_at <= now and sent == '1' and busy[queue]
+        and now < tonumber(due_at or '0') + queued_grace_ms then
+      return now + grace_ms  -- waiting in a busy queue
+    end
+    return overdue_at
+  elseif state == 'running' then
+    return tonumber(lease_until or '0')
   end
-  return tonumber(lease_until or '0') <= now
+  return nil
 end
 
 local to_send = {}
-for b = 1, #ARGV - 4 do
-  local list, job, sheet = KEYS[3 * b - 1], KEYS[3 * b], KEYS[3 * b + 1]
-  local base = ARGV[4 + b]
-  local state, old_token, due_at, lease_until, queue = unpack(redis.call('HMGET', job,
-    'state', 'token', 'due_at', 'lease_until', 'queue'))
+for b = 1, #ARGV - 5 do
+  local list, job, sheet, times = KEYS[4 * b - 1], KEYS[4 * b], KEYS[4 * b + 1], KEYS[4 * b + 2]
+  local base = ARGV[5 + b]
+  local state, old_token, due_at, lease_until, queue, sent = unpack(redis.call('HMGET', job,
+    'state', 'token', 'due_at', 'lease_until', 'queue', 'sent'))
   local length = redis.call('LLEN', list)
+  local at = look_again_at(state, due_at, lease_until, sent, queue)
   if not state and length == 0 then
     redis.call('ZREM', buffer_index, base)
-  elseif stuck(state, due_at, lease_until, length) then
+    redis.call('ZREM', due_index, base)
+    redis.call('DEL', times)
+  elseif at == nil or at <= now then
     local token = mint_token(sheet, base, sheet_ttl_s)
     queue = queue or default_queue
     redis.call('HSET', job, 'token', token, 'state', 'scheduled', 'promoted', '0',
       'queue', queue, 'due_at', now)
-    redis.call('HDEL', job, 'lease_until')
-    redis.call('ZADD', buffer_index, 'NX', now, base)
+    redis.call('HDEL', job, 'lease_until', 'sent')
+    redis.call('ZADD', buffer_index, 'NX', oldest_arrival(times, now), base)
+    watch(due_index, base, now + grace_ms)
     to_send[#to_send + 1] = task_to_send(token, queue, 0, old_token)
+  else
+    watch(due_index, base, at)
   end
 end
 return to_send
