@@ -12,11 +12,13 @@ export SHEETSYNC_WORKERS_SCHEDULED ?= 2
 # Both lock files come from pyproject.toml through one uv command, so they pin the same
 # versions: requirements.lock (runtime + flower + dev; `make install`) and
 # requirements-runtime.lock (runtime + flower; the image), the second constrained by the
-# first. Existing pins are kept; `make lock LOCK_FLAGS=--upgrade` (or
-# `--upgrade-package NAME`) moves them, `LOCK_FLAGS=--generate-hashes` adds hashes.
+# first. Every pin carries its hashes (--generate-hashes): `make install` and the image
+# install with `pip install --require-hashes`, so a changed file on the index fails the
+# install. Existing pins are kept; `make lock LOCK_FLAGS=--upgrade` (or
+# `--upgrade-package NAME`) moves them.
 LOCK_FLAGS ?=
 UV_COMPILE = $(abspath $(BIN))/uv pip compile pyproject.toml --quiet --python-version 3.11 \
-	--custom-compile-command "make lock" $(LOCK_FLAGS)
+	--custom-compile-command "make lock" --generate-hashes $(LOCK_FLAGS)
 define compile_locks
 	cd $(1) && $(UV_COMPILE) --extra dev --extra flower -o requirements.lock
 	cd $(1) && $(UV_COMPILE) --extra flower -c requirements.lock -o requirements-runtime.lock
@@ -24,13 +26,15 @@ endef
 LOCK_CHECK := $(VENV)/lock-check
 IMAGE ?= sheetsync:local
 
-.PHONY: install test test-fast lint lock lock-check image demo bench flower worker beat emulator clean
+.PHONY: install test test-fast lint lock lock-check image demo bench chaos flower worker beat emulator clean
 
 install: $(STAMP)
 
+# The pins, each checked against its hashes; then the project itself, a local directory
+# with no hash to check, in a step of its own (--no-deps: it brings in nothing else).
 $(STAMP): requirements.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(BIN)/pip install --quiet --disable-pip-version-check --require-hashes -r requirements.lock
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $(STAMP)
 
@@ -44,7 +48,7 @@ lint: install
 	$(BIN)/hadolint Dockerfile
 	$(BIN)/lint-imports
 
-# Regenerate both lock files from pyproject.toml (needs PyPI).
+# Regenerate both lock files, with hashes, from pyproject.toml (needs PyPI).
 lock: install
 	$(call compile_locks,.)
 
@@ -67,6 +71,22 @@ demo: install
 bench: install
 	$(BIN)/python bench/run.py
 
+# The chaos suite (tests/chaos): PostgreSQL, its own redis-server, worker processes (one
+# under faketime), beat and the emulator under seeded faults, then an account of every
+# (answer, sheet) and a PII audit; exits 1 on anything lost, duplicated, stranded or leaked.
+# `make chaos SEED="1 2 3" ANSWERS=5000`; CHAOS_ARGS adds options (`--skip row_delete`...).
+# Needs redis-server and faketime (apt-get install redis-server faketime).
+SEED ?= 1
+ANSWERS ?= 5000
+SHEETS ?= 6
+FAULTS ?= 20
+CHAOS_POSTGRES_URL ?= $(or $(SHEETSYNC_TEST_POSTGRES_URL),postgresql://postgres@127.0.0.1:5432/postgres)
+CHAOS_ARGS ?=
+
+chaos: install
+	PYTHONPATH=tests $(BIN)/python -m chaos --seed $(SEED) --answers $(ANSWERS) \
+		--sheets $(SHEETS) --faults-per-kind $(FAULTS) --postgres $(CHAOS_POSTGRES_URL) $(CHAOS_ARGS)
+
 worker: install
 	$(BIN)/celery -A sheetsync.celery worker -Q sheetsync_priority -c $(SHEETSYNC_WORKERS_PRIORITY) -n priority@%h &
 	$(BIN)/celery -A sheetsync.celery worker -Q sheetsync_default -c $(SHEETSYNC_WORKERS_DEFAULT) -n default@%h &
@@ -76,8 +96,9 @@ worker: install
 beat: install
 	$(BIN)/celery -A sheetsync.celery beat --schedule /tmp/sheetsync-beat
 
+# Flower behind basic auth (FLOWER_BASIC_AUTH=user:password), on loopback.
 flower: install
-	$(BIN)/celery -A sheetsync.celery flower --port=5555
+	$(BIN)/python -m sheetsync.celery.flower --address=127.0.0.1 --port=5555
 
 emulator: install
 	$(BIN)/sheetsync emulator --host 127.0.0.1 --port 8085

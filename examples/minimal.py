@@ -19,7 +19,7 @@ import uuid
 from datetime import UTC, datetime
 from itertools import zip_longest
 
-from sheetsync import crypto, db, emit_answer_submitted
+from sheetsync import check_settings, crypto, db, emit_answer_submitted
 from sheetsync.dev.emulator import EmulatorAdmin
 from sheetsync.errors import SheetSyncError
 from sheetsync.models import (
@@ -49,6 +49,7 @@ def main() -> int:
     if not emulator_url or "googleapis.com" in emulator_url:
         print("error: set SHEETSYNC_GOOGLE_API_ENDPOINT to the emulator's URL", file=sys.stderr)
         return 1
+    check_settings()  # at start-up: a bad SHEETSYNC_* setting stops here, in one line
     db.upgrade()  # what `sheetsync db upgrade` does; nothing changes when already at head
     sessions = db.get_sessionmaker()
 
@@ -70,7 +71,9 @@ def main() -> int:
             GoogleCredential(
                 user_id=owner_id,
                 google_account_id=google_account_id,
-                refresh_token=crypto.encrypt(refresh_token),  # never stored in the clear
+                # Never stored in the clear, and bound to its owner: copied to another
+                # user's credential, it does not decrypt.
+                refresh_token=crypto.encrypt_refresh_token(refresh_token, user_id=owner_id),
                 scopes=SHEETS_SCOPE,
             )
         )
@@ -106,25 +109,30 @@ def main() -> int:
         )
 
     # The request that stores an answer: the answer and its ENQUEUED ledger rows commit
-    # together, and the ids go to Redis only after the commit.
+    # together, and the ids go to Redis only after the commit. The answer's id is chosen
+    # first: personal info is encrypted for one answer and question, and decrypts nowhere
+    # else.
     answer_id = new_id("answer")
+    phone_token = crypto.encrypt_answer_value(
+        "010-0000-0000", answer_id=answer_id, question_id=phone
+    )
     with sessions.begin() as session:
-        session.add(
-            SubmissionAnswer(
-                id=answer_id,
-                submission_id=form_id,
-                user_name="Example Respondent",
-                submitted_at=datetime.now(UTC),  # aware; stored as UTC
-                answer=[
-                    {"questionId": name, "value": "Example Respondent"},
-                    {"questionId": phone, "value": crypto.encrypt("010-0000-0000")},
-                    {"questionId": topics, "value": ["Data", "Security"]},
-                    {"questionId": note, "value": None},
-                ],
-            )
+        answer = SubmissionAnswer(
+            id=answer_id,
+            submission_id=form_id,
+            user_name="Example Respondent",
+            submitted_at=datetime.now(UTC),  # aware; stored as UTC
+            answer=[
+                {"questionId": name, "value": "Example Respondent"},
+                {"questionId": phone, "value": phone_token},
+                {"questionId": topics, "value": ["Data", "Security"]},
+                {"questionId": note, "value": None},
+            ],
         )
-        emitted = emit_answer_submitted(answer_id, session=session)
-    if not emitted.enqueued:  # a broken link, or the owner's credential is not VALID
+        session.add(answer)
+        # In the same transaction: one statement (given the object, not just its id).
+        emitted = emit_answer_submitted(answer, session=session)
+    if not emitted.enqueued:  # the link is malformed, or not the form owner's
         print(f"error: answer {answer_id} was not queued: {emitted.invalid}", file=sys.stderr)
         return 1
 

@@ -1,29 +1,55 @@
 """sheetsync: stream form submissions into Google Sheets, debounced, exactly once.
 
-The two calls a web app makes::
+The calls a web app makes::
 
-    from sheetsync import emit_answer_submitted, credential_reconnected
+    from sheetsync import emit_answer_submitted, credential_reconnected, resend_failed
+    from sheetsync import emit_answers_submitted  # a bulk import
+    from sheetsync import links_changed  # after changing a link's owner or a plan
+    from sheetsync import check_settings  # once, when the web app starts
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from sheetsync.emit.answers import EmitResult, emit_answer_submitted
+    from sheetsync.emit.answers import (
+        EmitResult,
+        emit_answer_submitted,
+        emit_answers_submitted,
+        links_changed,
+    )
+    from sheetsync.emit.resend import ResendResult, resend_failed
     from sheetsync.recovery.replay import credential_reconnected
+    from sheetsync.settings import check_settings
 
-__all__ = ["EmitResult", "credential_reconnected", "emit_answer_submitted"]
+__all__ = [
+    "EmitResult",
+    "ResendResult",
+    "check_settings",
+    "credential_reconnected",
+    "emit_answer_submitted",
+    "emit_answers_submitted",
+    "links_changed",
+    "resend_failed",
+]
+
+#: Where each name lives; imported on first use, so `import sheetsync.crypto` stays light.
+_LAZY = {
+    "EmitResult": "sheetsync.emit.answers",
+    "emit_answer_submitted": "sheetsync.emit.answers",
+    "emit_answers_submitted": "sheetsync.emit.answers",
+    "links_changed": "sheetsync.emit.answers",
+    "ResendResult": "sheetsync.emit.resend",
+    "resend_failed": "sheetsync.emit.resend",
+    "credential_reconnected": "sheetsync.recovery.replay",
+    "check_settings": "sheetsync.settings",
+}
 
 
 def __getattr__(name: str) -> Any:
-    # Imported on first use, so `import sheetsync.crypto` stays light.
-    if name in ("emit_answer_submitted", "EmitResult"):
-        from sheetsync.emit import answers as emit
-
-        return getattr(emit, name)
-    if name == "credential_reconnected":
-        from sheetsync.recovery.replay import credential_reconnected
-
-        return credential_reconnected
-    raise AttributeError(f"module 'sheetsync' has no attribute {name!r}")
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'sheetsync' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

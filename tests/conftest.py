@@ -244,6 +244,7 @@ def pipeline_env(
         "SHEETSYNC_GOOGLE_TOKEN_URI": emulator.token_uri,
         "SHEETSYNC_GOOGLE_CLIENT_ID": "sheetsync-tests",
         "SHEETSYNC_GOOGLE_CLIENT_SECRET": "not-a-secret",
+        "SHEETSYNC_DEVELOPMENT": "true",  # the emulator stands in for Google
     }
     env.update({f"SHEETSYNC_{k}": v for k, v in TEST_SETTINGS.items()})
 

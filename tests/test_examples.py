@@ -15,7 +15,7 @@ from sqlalchemy import Engine, select
 from support.paths import ROOT
 from support.processes import WorkerProcesses
 
-from sheetsync.crypto import decrypt, generate_key
+from sheetsync.crypto import decrypt_answer_value, generate_key
 from sheetsync.db import make_engine, session_factory
 from sheetsync.dev.emulator import EmulatorAdmin, EmulatorServer
 from sheetsync.models import (
@@ -49,6 +49,7 @@ def readme_env(
         "SHEETSYNC_GOOGLE_TOKEN_URI": emulator.token_uri,
         "SHEETSYNC_GOOGLE_CLIENT_ID": "example-client",
         "SHEETSYNC_GOOGLE_CLIENT_SECRET": "example-secret",
+        "SHEETSYNC_DEVELOPMENT": "true",  # the emulator stands in for Google
         "SHEETSYNC_FLUSH_DELAY_S": "0.5",
     }
 
@@ -96,4 +97,6 @@ def test_minimal_example_lands_its_answer_in_the_sheet(
     cell = rows[0][header.index(personal_info.title)]
     assert cell != stored, "the sheet got the stored token, not the value"
     key = base64.urlsafe_b64decode(readme_env["SHEETSYNC_PII_KEYS"])
-    assert cell == decrypt(stored, keys=[key])
+    assert cell == decrypt_answer_value(
+        stored, answer_id=answer.id, question_id=personal_info.id, keys=[key]
+    )

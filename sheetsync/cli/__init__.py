@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import typer
 from typer.main import get_command
 
-from sheetsync.cli import admin, dlq, health
+from sheetsync.cli import admin, dlq, health, resend
 from sheetsync.cli.helpformat import HelpCommand, new_app
 from sheetsync.cli.output import (
     ABORTS,
@@ -40,6 +40,7 @@ EXIT_INTERRUPTED = 130
 app = new_app("Stream form answers into Google Sheets: operate buffers, dead letters and tools.")
 app.command("status", cls=HelpCommand)(status)
 app.command("health", cls=HelpCommand)(health.health)
+app.command("resend", cls=HelpCommand)(resend.resend)
 app.add_typer(dlq.app, name="dlq")
 app.add_typer(admin.db_app, name="db")
 app.add_typer(admin.credentials_app, name="credentials")

@@ -10,11 +10,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, cast, func, select
-from sqlalchemy.dialects import postgresql
+from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from sheetsync.models import DeadLetter
+from sheetsync.recovery import deadletters
 
 
 @dataclass(frozen=True)
@@ -42,17 +42,6 @@ def summary(entry: DeadLetter, answer_count: int) -> dict[str, Any]:
     }
 
 
-def _answer_count(session: Session) -> ColumnElement[int]:
-    """The length of ``answer_ids``, computed by the database: an entry may hold
-    hundreds of thousands of ids, which a listing has no reason to load."""
-    column: ColumnElement[Any] = DeadLetter.__table__.c.answer_ids
-    if session.get_bind().dialect.name == "postgresql":
-        # Works whether the column is json or jsonb.
-        column = cast(column, postgresql.JSON)
-    result: ColumnElement[int] = func.json_array_length(column)
-    return result
-
-
 def list_entries(
     sessions: sessionmaker[Session],
     *,
@@ -72,7 +61,7 @@ def list_entries(
     with sessions() as session:
         total = session.scalar(select(func.count()).select_from(DeadLetter).where(*conditions))
         rows = session.execute(
-            select(DeadLetter, _answer_count(session))
+            select(DeadLetter, deadletters.answer_count(DeadLetter.id))
             .where(*conditions)
             .order_by(DeadLetter.id)
             .limit(limit)
@@ -86,8 +75,9 @@ def get_entry(sessions: sessionmaker[Session], entry_id: int) -> dict[str, Any] 
         entry = session.get(DeadLetter, entry_id)
         if entry is None:
             return None
-        details = summary(entry, len(entry.answer_ids))
-        details["answer_ids"] = list(entry.answer_ids)
+        ids = deadletters.answer_ids(session, entry.id)
+        details = summary(entry, len(ids))
+        details["answer_ids"] = ids
         return details
 
 

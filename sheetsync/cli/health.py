@@ -51,12 +51,11 @@ def health(
 
     Alive means a heartbeat in Redis younger than --max-age. Redis is all it reads.
     """
-    import redis
-
+    from sheetsync import redis_urls
     from sheetsync.ops import heartbeats
 
     settings = load_settings()
-    client = redis.Redis.from_url(
+    client = redis_urls.client(
         settings.redis_url,
         socket_timeout=REDIS_TIMEOUT_S,
         socket_connect_timeout=REDIS_TIMEOUT_S,

@@ -11,8 +11,7 @@ PENDING, due now.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rich.progress import (
@@ -20,7 +19,6 @@ from rich.progress import (
     MofNCompleteColumn,
     Progress,
     SpinnerColumn,
-    TaskID,
     TextColumn,
     TimeElapsedColumn,
 )
@@ -28,10 +26,11 @@ from sqlalchemy import select
 
 from sheetsync import ledger
 from sheetsync.cli.output import counted, err, hint, id_note, out, table, with_ids
+from sheetsync.flush.outcomes import Tally
 from sheetsync.models import DeadLetter, DeadLetterStatus, TransactionType
 from sheetsync.pipeline import Pipeline
 from sheetsync.recovery import deadletters
-from sheetsync.recovery.replay import ReplayResult
+from sheetsync.recovery.replay import flush_here
 from sheetsync.recovery.replay import replay as replay_entry
 
 #: Ids per claim (keeps the IN list well under every database's parameter limit).
@@ -109,7 +108,7 @@ def replay_here(
             str(outcome.entry_id),
             outcome.status,
             f"{outcome.completed}/{outcome.total}",
-            outcome.result.summary,
+            outcome.summary,
         )
     out.print(grid)
     done = DeadLetterStatus.DONE.value
@@ -124,50 +123,67 @@ class Outcome:
     #: The entry's answers now COMPLETED for its sheet, of all its answers.
     completed: int
     total: int
-    result: ReplayResult
+    summary: str
 
 
 def _replay_one(pipeline: Pipeline, progress: Progress, entry_id: int) -> Outcome:
+    """Hand the entry's ids back to their buffer (as the replay task does), then flush
+    that buffer here until every one of them is settled."""
     label = f"dead letter {entry_id}"
     task = progress.add_task(label, total=None)
-    report = _reporter(progress, task)
-    while True:
-        result = replay_entry(pipeline, entry_id, progress=report)
-        if result.retry_in_s is None:
-            break
-        # Rate limited: the entry stays ours (REPLAYING); wait for the slot and go on.
-        # The next attempt skips what already reached the sheet.
-        wait_s = max(result.retry_in_s, 0.05)
-        progress.update(task, description=f"{label} (rate limited, waiting {wait_s:.1f}s)")
-        time.sleep(wait_s)
-        progress.update(task, description=label)
-    status, completed, total = _settled(pipeline, entry_id)
+    result = replay_entry(pipeline, entry_id)
+    _, done, _, total = _settled(pipeline, entry_id)
+    progress.update(task, completed=done, total=max(total, 1))
+
+    def report() -> None:
+        nonlocal done
+        _, done, _, _ = _settled(pipeline, entry_id)
+        progress.update(task, completed=done)
+
+    summary = result.summary
+    if result.key is not None:
+        here = flush_here(pipeline, result.key, lambda: done >= total, on_progress=report)
+        summary = _summary(here, _reason(pipeline, entry_id))
+    deadletters.complete_replays(pipeline.sessions)
+    status, settled, completed, total = _settled(pipeline, entry_id)
     progress.update(
         task,
         description=f"{label}: {status}",
         total=max(total, 1),
-        completed=max(total, 1) if status == "DONE" else completed,
+        completed=max(total, 1) if settled >= total else settled,
     )
-    return Outcome(entry_id, status, completed, total, result)
+    return Outcome(entry_id, status, completed, total, summary)
 
 
-def _settled(pipeline: Pipeline, entry_id: int) -> tuple[str, int, int]:
-    """An entry's status, and how many of its answers are COMPLETED for its sheet."""
+def _summary(tally: Tally, reason: str) -> str:
+    parts = [counted(tally.appended, "row") + " appended"]
+    if tally.failed:
+        parts.append(f"{tally.failed} FAILED")
+    if tally.parked:
+        parts.append(f"{counted(tally.parked, 'answer')} parked again ({reason})")
+    return ", ".join(parts)
+
+
+def _reason(pipeline: Pipeline, entry_id: int) -> str:
+    with pipeline.sessions() as session:
+        entry = session.get(DeadLetter, entry_id)
+        return entry.reason.value if entry is not None else "gone"
+
+
+def _settled(pipeline: Pipeline, entry_id: int) -> tuple[str, int, int, int]:
+    """An entry's status; how many of its answers are settled for its sheet (in the
+    sheet, FAILED, or parked again) and how many are in the sheet; of all its answers."""
     with pipeline.sessions() as session:
         entry = session.get(DeadLetter, entry_id)
         if entry is None:
-            return "gone", 0, 0
-        states = ledger.states(session, entry.answer_ids, entry.spread_sheet_id, entry.sheet_id)
-        ids = set(entry.answer_ids)
+            return "gone", 0, 0, 0
+        ids = deadletters.answer_ids(session, entry_id)
+        states = ledger.states(session, ids, entry.spread_sheet_id, entry.sheet_id)
+        settled = sum(states.get(i) in ledger.SETTLED for i in ids)
+        if entry.status is DeadLetterStatus.FAILED:
+            settled = len(ids)
         completed = sum(states.get(i) is TransactionType.COMPLETED for i in ids)
-        return entry.status.value, completed, len(ids)
-
-
-def _reporter(progress: Progress, task: TaskID) -> Callable[[int, int], None]:
-    def report(done: int, total: int) -> None:
-        progress.update(task, completed=done, total=max(total, 1))
-
-    return report
+        return entry.status.value, settled, completed, len(ids)
 
 
 def _candidates(pipeline: Pipeline, *, ids: Sequence[int] | None, user_id: str | None) -> list[int]:

@@ -37,6 +37,7 @@ def status(
     Buffers are listed with depth, age and job; an overdue buffer on a queue that no
     live worker consumes names the queue.
     """
+    from sheetsync import redis_urls
     from sheetsync.ops import status as status_data
 
     with open_pipeline() as pipeline:
@@ -47,6 +48,7 @@ def status(
             "buffers": status_data.collect_buffers(pipeline, limit),
             "dead_letters": status_data.collect_dead_letters(pipeline),
             "limiter": status_data.collect_limiter(pipeline),
+            "redis_warning": redis_urls.eviction_warning(pipeline.redis),
         }
     report["stalled_queues"] = status_data.flag_stalled(report["buffers"], report["workers"])
     if as_json:
@@ -57,6 +59,8 @@ def status(
 
 def render(report: dict[str, Any]) -> None:
     out.print(f"redis {report['redis_url']}   database {report['database_url']}", markup=False)
+    if report.get("redis_warning"):
+        hint(f"warning: {report['redis_warning']}")
     workers_alive = _render_workers(report["workers"])
     _render_buffers(report["buffers"])
     if workers_alive:  # with none alive, the workers section already said what to do

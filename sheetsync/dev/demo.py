@@ -253,6 +253,7 @@ def _demo_environment(
         "SHEETSYNC_GOOGLE_TOKEN_URI": emulator.token_uri,
         "SHEETSYNC_GOOGLE_CLIENT_ID": "sheetsync-demo",
         "SHEETSYNC_GOOGLE_CLIENT_SECRET": secrets.token_urlsafe(16),
+        "SHEETSYNC_DEVELOPMENT": "true",  # the emulator stands in for Google
         "SHEETSYNC_FLUSH_DELAY_S": str(DEMO_FLUSH_DELAY_S),
     }
 

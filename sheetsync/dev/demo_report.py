@@ -24,6 +24,7 @@ from sheetsync.dev.demo_data import SHEET_TITLE, DemoOwner, DemoSeed, expected_r
 from sheetsync.dev.emulator import EmulatorAdmin
 from sheetsync.models import DeadLetter, DeadLetterReason, DeadLetterStatus
 from sheetsync.ops.text import clip, relative
+from sheetsync.recovery import deadletters
 
 #: The variables the read-only ``dlq`` commands need once the demo's stack is gone.
 DATABASE_VARIABLE = "SHEETSYNC_DATABASE_URL"
@@ -78,6 +79,7 @@ def report_dead_letters(
     other owner may have one."""
     with sessions() as session:
         entries = list(session.scalars(select(DeadLetter).order_by(DeadLetter.id)))
+        ids_of = {entry.id: deadletters.answer_ids(session, entry.id) for entry in entries}
     revoked = {owner.user_id for owner in seeded.accounts if owner.revoked}
     console.print("\nDead letters, in the database:")
     if not entries:
@@ -87,7 +89,7 @@ def report_dead_letters(
     problems: list[str] = []
     for entry in entries:
         view = DeadLetterView(
-            entry.id, entry.user_id, entry.reason.value, entry.status.value, len(entry.answer_ids)
+            entry.id, entry.user_id, entry.reason.value, entry.status.value, len(ids_of[entry.id])
         )
         views.append(view)
         if entry.user_id not in revoked:
@@ -97,7 +99,7 @@ def report_dead_letters(
             DeadLetterStatus.PENDING,
         ):
             target = (entry.user_id, entry.spread_sheet_id, entry.sheet_id)
-            parked.setdefault(target, set()).update(entry.answer_ids)
+            parked.setdefault(target, set()).update(ids_of[entry.id])
         retry = (
             f"retried {relative(entry.next_attempt_at)}"
             if entry.status is DeadLetterStatus.PENDING

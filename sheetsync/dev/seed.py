@@ -3,7 +3,9 @@
 Korean titles and names, several steps, PERSONAL_INFO (stored encrypted), JUMBOTRON
 (display-only) and multi-choice questions, and a few unanswered questions per response.
 Everything is deterministic for a given ``seed``. Personal info and refresh tokens are
-encrypted with the default keyring (``SHEETSYNC_PII_KEYS``) unless one is given.
+encrypted as the web app must: bound to their answer and question, or to their user
+(:mod:`sheetsync.crypto`), with the default keyring (``SHEETSYNC_PII_KEYS``) unless one
+is given.
 """
 
 from __future__ import annotations
@@ -18,7 +20,12 @@ from typing import Any
 from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
-from sheetsync.crypto import Keyring, default_keyring
+from sheetsync.crypto import (
+    Keyring,
+    answer_value_context,
+    default_keyring,
+    refresh_token_context,
+)
 from sheetsync.models import (
     CredentialStatus,
     GoogleCredential,
@@ -142,7 +149,7 @@ def seed_user(
     """The user ``user_id``, created with a Google credential if it does not exist yet.
 
     ``credential_status=None`` creates no credential. The refresh token is stored
-    encrypted; by default it is ``refresh-<user id>``.
+    encrypted for ``user_id``; by default it is ``refresh-<user id>``.
     """
     user = session.get(User, user_id)
     if user is not None:
@@ -155,7 +162,9 @@ def seed_user(
             GoogleCredential(
                 user_id=user_id,
                 google_account_id=google_account_id or f"google-{user_id}",
-                refresh_token=(keyring or default_keyring()).encrypt(token),
+                refresh_token=(keyring or default_keyring()).encrypt(
+                    token, refresh_token_context(user_id)
+                ),
                 scopes="https://www.googleapis.com/auth/spreadsheets",
                 status=credential_status,
             )
@@ -281,8 +290,11 @@ def answer_value(question: SeededQuestion, rng: random.Random) -> Any:
     return None
 
 
-def answer_items(form: SeededForm, rng: random.Random, *, keyring: Keyring) -> list[dict[str, Any]]:
-    """The ``answer`` JSON of one response: PII encrypted, a few questions left out."""
+def answer_items(
+    form: SeededForm, rng: random.Random, *, keyring: Keyring, answer_id: str
+) -> list[dict[str, Any]]:
+    """The ``answer`` JSON of answer ``answer_id``: PII encrypted for it, a few questions
+    left out."""
     items: list[dict[str, Any]] = []
     for question in form.questions:
         if question.type is QuestionType.JUMBOTRON:
@@ -294,7 +306,7 @@ def answer_items(form: SeededForm, rng: random.Random, *, keyring: Keyring) -> l
             continue
         value = answer_value(question, rng)
         if question.type is QuestionType.PERSONAL_INFO:
-            value = keyring.encrypt(value)
+            value = keyring.encrypt(value, answer_value_context(answer_id, question.id))
         items.append({"questionId": question.id, "value": value})
     return items
 
@@ -323,7 +335,7 @@ def seed_answers(
             "submission_id": form.submission_id,
             "user_name": korean_name(rng),
             "submitted_at": first_submitted_at + DEFAULT_ANSWER_SPACING * (start + offset - 1),
-            "answer": answer_items(form, rng, keyring=keyring),
+            "answer": answer_items(form, rng, keyring=keyring, answer_id=answer_id),
         }
         for offset, answer_id in enumerate(ids)
     ]

@@ -16,7 +16,13 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from sheetsync.db import make_engine
-from sheetsync.models import DeadLetter, DeadLetterReason, DeadLetterStatus, utcnow
+from sheetsync.models import (
+    DeadLetter,
+    DeadLetterAnswer,
+    DeadLetterReason,
+    DeadLetterStatus,
+    utcnow,
+)
 
 #: The console script under test, next to the interpreter running the tests.
 SCRIPT = Path(sys.executable).with_name("sheetsync")
@@ -91,7 +97,6 @@ class Cli:
             "submission_id": "form_1",
             "spread_sheet_id": "sheet_abc",
             "sheet_id": 0,
-            "answer_ids": ["ans_1", "ans_2"],
             "reason": DeadLetterReason.CREDENTIAL,
             "error_message": "invalid_grant: Token has been expired or revoked.",
             "attempts": 0,
@@ -101,10 +106,13 @@ class Cli:
             "updated_at": now,
         }
         values.update(fields)
+        answer_ids = values.pop("answer_ids", ["ans_1", "ans_2"])
         with self.sessions.begin() as session:
             entry = DeadLetter(**values)
             session.add(entry)
             session.flush()
+            for answer_id in answer_ids:
+                session.add(DeadLetterAnswer(dead_letter_id=entry.id, answer_id=answer_id))
             return entry.id
 
     def entry(self, entry_id: int) -> DeadLetter:

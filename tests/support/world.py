@@ -11,6 +11,7 @@ from sheetsync.dev.seed import SeededForm, link_sheet, seed_answers, seed_form
 from sheetsync.keys import BUFFER_INDEX, PREFIX
 from sheetsync.models import DeadLetter, Plan, SheetTransaction, TransactionType
 from sheetsync.pipeline import Pipeline
+from sheetsync.recovery import deadletters
 
 #: Emulator quotas for tests that are not about quotas: out of the way.
 GENEROUS_QUOTA = 1_000_000
@@ -76,6 +77,17 @@ class World:
     def dead_letters(self) -> list[DeadLetter]:
         with self.pipeline.sessions() as session:
             return list(session.scalars(select(DeadLetter).order_by(DeadLetter.id)))
+
+    def complete_replays(self) -> bool:
+        """What beat's next dead-letter pass does first: replays whose ids are all
+        settled become DONE. Always True (for use in a wait_until condition)."""
+        deadletters.complete_replays(self.pipeline.sessions)
+        return True
+
+    def ids_of(self, entry: DeadLetter) -> list[str]:
+        """The answer ids a dead letter holds, sorted."""
+        with self.pipeline.sessions() as session:
+            return sorted(deadletters.answer_ids(session, entry.id))
 
     def leftover_keys(self) -> list[str]:
         """Buffer, job and intent keys left in Redis (the sheet cache may stay)."""

@@ -1,0 +1,116 @@
+"""The ``sheetsync`` console script's fixtures, shared by tests/cli and tests/security.
+
+``cli`` runs ``.venv/bin/sheetsync`` in a subprocess against a fresh SQLite file (made
+with ``sheetsync db upgrade``), Redis DB 13 (flushed before and after) and new PII keys.
+The same variables are set in this process, so seeding with sheetsync.dev.seed encrypts
+with the keys the command line decrypts with. A conftest imports them to use them.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+from sqlalchemy import Engine
+
+from sheetsync.crypto import generate_key, reset_keyring
+from sheetsync.db import dispose_engine, session_factory
+from sheetsync.models import Base
+from sheetsync.settings import reset_settings
+from support.cli import REDIS_URL, Cli, upgraded_engine
+
+
+@pytest.fixture
+def redis_db() -> Iterator[redis.Redis]:
+    """The test's Redis database, empty, and held by this test alone.
+
+    Two runs of this suite at once (two checkouts, CI next to a developer) would flush
+    each other's data: a lock file next to the system's temporary files serializes the
+    tests that use the database across processes.
+    """
+    client = redis.Redis.from_url(REDIS_URL)
+    try:
+        client.ping()
+    except redis.exceptions.ConnectionError:
+        pytest.skip(f"no Redis at {REDIS_URL}")
+    lock_name = "sheetsync-cli-tests-" + REDIS_URL.rsplit("/", 1)[-1] + ".lock"
+    with open(Path(tempfile.gettempdir()) / lock_name, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        client.flushdb()
+        try:
+            yield client
+        finally:
+            client.flushdb()
+            client.close()
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@pytest.fixture
+def cli_env(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, redis_db: redis.Redis
+) -> dict[str, str]:
+    """The environment of every command, also set in this process."""
+    variables = {
+        "SHEETSYNC_DATABASE_URL": f"sqlite:///{tmp_path}/cli.db",
+        "SHEETSYNC_REDIS_URL": REDIS_URL,
+        "SHEETSYNC_PII_KEYS": generate_key(),
+    }
+    for name in [n for n in os.environ if n.startswith("SHEETSYNC_") and "_TEST_" not in n]:
+        monkeypatch.delenv(name)
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    reset_settings()
+    reset_keyring()
+    dispose_engine()
+    env = dict(os.environ)
+    # Wide, plain output: no wrapped table cells, no colour codes in what tests read.
+    env.update({"COLUMNS": "250", "NO_COLOR": "1", "TERM": "dumb"})
+    return env
+
+
+@pytest.fixture
+def database(cli_env: dict[str, str]) -> Iterator[Engine]:
+    """An engine on the test's SQLite file, after `sheetsync db upgrade` made the schema."""
+    engine = upgraded_engine(cli_env)
+    try:
+        yield engine
+    finally:
+        engine.dispose()
+
+
+@pytest.fixture
+def cli(cli_env: dict[str, str], database: Engine, redis_db: redis.Redis) -> Cli:
+    return Cli(
+        env=cli_env,
+        database_url=cli_env["SHEETSYNC_DATABASE_URL"],
+        sessions=session_factory(database),
+        redis=redis_db,
+    )
+
+
+@pytest.fixture
+def pg_cli(
+    cli_env: dict[str, str],
+    postgres_url: str,
+    redis_db: redis.Redis,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[Cli]:
+    """Like ``cli``, on the session's PostgreSQL database (emptied after the test)."""
+    monkeypatch.setenv("SHEETSYNC_DATABASE_URL", postgres_url)
+    reset_settings()
+    env = {**cli_env, "SHEETSYNC_DATABASE_URL": postgres_url}
+    engine = upgraded_engine(env)
+    try:
+        yield Cli(
+            env=env, database_url=postgres_url, sessions=session_factory(engine), redis=redis_db
+        )
+    finally:
+        names = ", ".join(f'"{table.name}"' for table in Base.metadata.sorted_tables)
+        with engine.begin() as connection:
+            connection.exec_driver_sql(f"TRUNCATE {names} RESTART IDENTITY CASCADE")
+        engine.dispose()
