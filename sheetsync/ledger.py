@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import String, and_, case, cast, literal, or_, select
+from sqlalchemy import String, bindparam, case, cast, literal, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -183,10 +183,25 @@ def claim_for_links(
     """
     if not answer_ids:
         return []
+    dialect = session.get_bind().dialect.name
+    statement = _claim_statement(dialect, bool(allowed_link_ids))
+    parameters: dict[str, object] = {"answer_ids": list(answer_ids), "now": utcnow()}
+    if allowed_link_ids:
+        parameters["allowed_link_ids"] = list(allowed_link_ids)
+    return [
+        (str(answer_id), str(spreadsheet), int(gid), TransactionType(state))
+        for answer_id, spreadsheet, gid, state in session.execute(statement, parameters)
+    ]
+
+
+@functools.cache
+def _claim_statement(dialect: str, with_allowed_links: bool) -> Any:
+    """The claim, built once per dialect and shape: building it costs more than running
+    it on a warm connection (it runs inside the web app's request)."""
     answer, link, form, tx = SubmissionAnswer, SpreadSheet, Submission, SheetTransaction
     may_send = link.create_user_id == form.owner_id
-    if allowed_link_ids:
-        may_send = or_(may_send, link.id.in_(list(allowed_link_ids)))
+    if with_allowed_links:
+        may_send = or_(may_send, link.id.in_(bindparam("allowed_link_ids", expanding=True)))
     refused = (
         literal("link ") + cast(link.id, String) + literal(f" refused: {REFUSED_BY_OWNER_RULE}")
     )
@@ -200,15 +215,16 @@ def claim_for_links(
                 else_=literal(TransactionType.VALIDATION_FAILED.value),
             ),
             case((may_send, literal(None, String)), else_=refused),
-            literal(utcnow(), tx.updated_at.type),
+            bindparam("now", type_=tx.updated_at.type),
         )
         .join(link, link.submission_id == answer.submission_id)
         .join(form, form.id == answer.submission_id)
-        .where(and_(answer.id.in_(list(answer_ids))))
+        .where(answer.id.in_(bindparam("answer_ids", expanding=True)))
     )
-    dialect = session.get_bind().dialect.name
     insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    statement = insert(tx).from_select(
+    # The Table, not the mapped class: run with a parameter dict, an ORM insert would
+    # be taken for a bulk insert of that dict.
+    statement = insert(SheetTransaction.__table__).from_select(
         [
             "submission_answer_id",
             "spread_sheet_id",
@@ -220,7 +236,7 @@ def claim_for_links(
         rows,
     )
     table = SheetTransaction.__table__
-    claiming = statement.on_conflict_do_update(
+    return statement.on_conflict_do_update(
         index_elements=["submission_answer_id", "spread_sheet_id", "sheet_id"],
         set_={
             "type": statement.excluded.type,
@@ -231,7 +247,3 @@ def claim_for_links(
     ).returning(
         table.c.submission_answer_id, table.c.spread_sheet_id, table.c.sheet_id, table.c.type
     )
-    return [
-        (str(answer_id), str(spreadsheet), int(gid), TransactionType(state))
-        for answer_id, spreadsheet, gid, state in session.execute(claiming)
-    ]

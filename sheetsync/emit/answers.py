@@ -15,6 +15,7 @@ answers of an owner whose credential is broken, without calling Google.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections import defaultdict
 from collections.abc import Iterable
@@ -252,18 +253,23 @@ def _push_now(pipeline: Pipeline, pushes: Pushes) -> bool:
 
 
 def _push_after_commit(session: Session, pipeline: Pipeline, pushes: Pushes) -> None:
-    pending: list[tuple[Pipeline, Pushes]] | None = session.info.get(_PENDING)
-    if pending is None:
-        pending = []
-        session.info[_PENDING] = pending
-        event.listen(session, "after_commit", _flush_pending)
-        event.listen(session, "after_soft_rollback", _drop_pending)
-    pending.append((pipeline, pushes))
+    _listen_to_every_session()
+    session.info.setdefault(_PENDING, []).append((pipeline, pushes))
+
+
+@functools.cache
+def _listen_to_every_session() -> None:
+    """Listen once on the Session class (every app session, subclasses included): a
+    listener per session instance would cost more than the emit's SQL statement. A
+    session with nothing pending pays one dict lookup per commit."""
+    event.listen(Session, "after_commit", _flush_pending)
+    event.listen(Session, "after_soft_rollback", _drop_pending)
 
 
 def _flush_pending(session: Session) -> None:
-    pending = session.info.get(_PENDING) or []
-    session.info[_PENDING] = []
+    pending = session.info.pop(_PENDING, None)
+    if not pending:
+        return
     for pipeline, pushes in pending:
         _push_now(pipeline, pushes)
 
@@ -271,4 +277,4 @@ def _flush_pending(session: Session) -> None:
 def _drop_pending(session: Session, _previous_transaction: object) -> None:
     if session.in_transaction():
         return  # a savepoint rolled back; the outer transaction may still commit
-    session.info[_PENDING] = []
+    session.info.pop(_PENDING, None)
