@@ -8,11 +8,12 @@ so a batch of 5000 costs one round trip, and replaying a write is harmless.
 from __future__ import annotations
 
 import functools
+import typing
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import String, bindparam, case, cast, literal, or_, select
+from sqlalchemy import String, Table, bindparam, case, cast, literal, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -224,7 +225,7 @@ def _claim_statement(dialect: str, with_allowed_links: bool) -> Any:
     insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
     # The Table, not the mapped class: run with a parameter dict, an ORM insert would
     # be taken for a bulk insert of that dict.
-    statement = insert(SheetTransaction.__table__).from_select(
+    statement = insert(typing.cast(Table, SheetTransaction.__table__)).from_select(
         [
             "submission_answer_id",
             "spread_sheet_id",
