@@ -93,18 +93,28 @@ class FlushRun:
     def drain(self) -> None:
         """Prepare, then build, write and settle batches until the buffer is drained (or
         for :data:`DEFAULT_BATCHES_PER_RUN` batches, or until what is left is short of
-        the threshold and not yet due, which waits for its debounce like any new burst).
+        the threshold, not yet due and still growing: new arrivals wait for their
+        debounce like any new burst). What is left of a burst that arrived before this
+        run began (the tail of a batch cut at the request cap) goes now.
         """
         self._hold_for_a_fuller_batch()
+        started = time.monotonic()
         self.prepare()
         for _ in range(DEFAULT_BATCHES_PER_RUN):
             batch = self.next_batch()
             if batch is None:
                 return
             left, oldest_age_s = self.write_and_settle(batch)
-            settings = self.p.settings
-            if left < settings.flush_threshold and oldest_age_s < settings.flush_delay_s:
+            if not left:
                 return
+            settings = self.p.settings
+            short = left < settings.flush_threshold and oldest_age_s < settings.flush_delay_s
+            if short and self._arrived_since(started):
+                return
+
+    def _arrived_since(self, started: float) -> bool:
+        """Whether ids arrived in the list after ``started`` (this process's clock)."""
+        return self.p.store.arrivals(self.key).newest_age_s < time.monotonic() - started
 
     def finish(self, countdown_s: float | None = None, *, hold: bool = False) -> Outcome:
         """Hand the buffer to its next task (or delete the job when the list is empty)."""

@@ -7,7 +7,7 @@ import time
 
 from support.waiting import wait_until
 
-from sheetsync import emit_answer_submitted
+from sheetsync import emit_answer_submitted, emit_answers_submitted
 
 
 def emit_steadily(ids: list[str], per_second: float) -> float:
@@ -51,3 +51,23 @@ def test_a_lone_answer_still_lands_a_debounce_after_it_arrived(world, pipeline_e
     emit_answer_submitted(answer_id)
     wait_until(lambda: world.ids_in(sheet) == [answer_id], timeout=10, interval=0.05)
     assert 0.9 < time.monotonic() - emitted < 3
+
+
+def test_the_tail_of_a_burst_cut_at_the_request_cap_goes_in_the_same_run(
+    world, pipeline_env, worker, admin
+):
+    # 400 answers pushed at once against a 20 kB request cap: batches are cut well
+    # short of BATCH_SIZE, and what is left is under the threshold. Those ids arrived
+    # before the run began, so they go now, not a 30 s debounce later.
+    pipeline_env(flush_delay_s=30, flush_threshold=100, request_bytes_max=20_000)
+    form = world.form()
+    sheet = world.sheet(form)
+    ids = world.answers(form, 400)
+    admin.reset_stats()
+    pushed = time.monotonic()
+    emit_answers_submitted(ids)
+    wait_until(lambda: len(world.ids_in(sheet)) == 400, timeout=20, interval=0.05)
+
+    assert time.monotonic() - pushed < 15
+    assert world.ids_in(sheet) == ids
+    assert admin.stats()["requests"]["by_kind"]["values.append"] > 2  # the cap cut them
