@@ -68,8 +68,10 @@ image:
 demo: install
 	$(BIN)/sheetsync demo
 
+# `make bench` runs them all (about 15 minutes); `make bench ONLY="emit flow"` a few.
+ONLY ?=
 bench: install
-	$(BIN)/python bench/run.py
+	$(BIN)/python bench/run.py $(ONLY)
 
 # The chaos suite (tests/chaos): PostgreSQL, its own redis-server, worker processes (one
 # under faketime), beat and the emulator under seeded faults, then an account of every
