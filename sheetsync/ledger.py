@@ -123,7 +123,12 @@ def _row(
 @functools.cache
 def _upsert(dialect: str) -> Any:
     """One INSERT ... ON CONFLICT DO UPDATE per dialect, executed with many parameter
-    sets: the same statement object every time, so SQLAlchemy compiles it once."""
+    sets: the same statement object every time, so SQLAlchemy compiles it once.
+
+    COMPLETED is terminal: the update skips a row that is COMPLETED. Callers decide from
+    states they read earlier, and a run resolving an intent may have recorded the
+    answer COMPLETED since (a dead-letter replay that read it DEAD_LETTERED would
+    otherwise record it ENQUEUED again, and it would be appended twice)."""
     insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
     statement = insert(SheetTransaction)
     return statement.on_conflict_do_update(
@@ -133,6 +138,7 @@ def _upsert(dialect: str) -> Any:
             "error_message": statement.excluded.error_message,
             "updated_at": statement.excluded.updated_at,
         },
+        where=SheetTransaction.type != TransactionType.COMPLETED.value,
     )
 
 
