@@ -1,9 +1,14 @@
 """Google's details the recordings show: the ``fields`` mask of every call, ``null``
-cells and ``"majorDimension": null`` in values.update, values.clear."""
+cells and ``"majorDimension": null`` in values.update, values.clear, and the details of
+a 400."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
+
+import pytest
+from googleapiclient.errors import HttpError
 
 from sheetsync.dev.emulator import EmulatorAdmin
 
@@ -78,3 +83,33 @@ def test_clear_empties_the_range_and_names_it(connect: Any, emulator_admin: Emul
     assert partial == {"spreadsheetId": spreadsheet_id, "clearedRange": "Sheet1!B1:B2"}
     assert whole == {"spreadsheetId": spreadsheet_id, "clearedRange": "Sheet1!A1:Z1000"}
     assert "values" not in values.get(spreadsheetId=spreadsheet_id, range="Sheet1").execute()
+
+
+def test_a_request_google_cannot_parse_carries_bad_request_details(
+    connect: Any, emulator_admin: EmulatorAdmin
+) -> None:
+    sheets = connect("owner")
+    spreadsheet_id, _ = emulator_admin.create_spreadsheet("owner")
+
+    with pytest.raises(HttpError) as unknown:
+        sheets.batchUpdate(
+            spreadsheetId=spreadsheet_id, body={"requests": [{"frobnicate": {}}]}
+        ).execute()
+    with pytest.raises(HttpError) as unparsable:
+        sheets.values().get(spreadsheetId=spreadsheet_id, range="Nope!A1").execute()
+
+    error = json.loads(unknown.value.content)["error"]
+    assert error["status"] == "INVALID_ARGUMENT"
+    assert error["details"] == [
+        {
+            "@type": "type.googleapis.com/google.rpc.BadRequest",
+            "fieldViolations": [{"field": "requests[0]", "description": error["message"]}],
+        }
+    ]
+    assert json.loads(unparsable.value.content) == {
+        "error": {
+            "code": 400,
+            "message": "Unable to parse range: Nope!A1",
+            "status": "INVALID_ARGUMENT",
+        }
+    }
