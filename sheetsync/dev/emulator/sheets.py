@@ -167,10 +167,12 @@ class Sheet:
 
     def resize(self, row_count: int, column_count: int) -> None:
         """Set the grid size; cells and formats beyond a smaller grid are gone."""
-        del self.rows[row_count:]
-        self.rows = [_trimmed(cells[:column_count]) for cells in self.rows]
-        self.formats.truncate("ROWS", row_count)
-        self.formats.truncate("COLUMNS", column_count)
+        if row_count < self.row_count:
+            del self.rows[row_count:]
+            self.formats.truncate("ROWS", row_count)
+        if column_count < self.column_count:
+            self.rows = [_trimmed(cells[:column_count]) for cells in self.rows]
+            self.formats.truncate("COLUMNS", column_count)
         self.formats.grow("ROWS", self.row_count, row_count)
         self.formats.grow("COLUMNS", self.column_count, column_count)
         self.row_count, self.column_count = row_count, column_count
