@@ -18,6 +18,7 @@ import math
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
 #: Day 0 of Sheets' serial dates.
 EPOCH = datetime(1899, 12, 30)
@@ -75,7 +76,7 @@ def from_serial(serial: float) -> datetime:
     return EPOCH + timedelta(milliseconds=round(serial * 86_400_000))
 
 
-_TIME = r"(?:[ T](\d{1,2}):(\d{2})(?::(\d{2}))?)?"
+_TIME = r"(?: (\d{1,2}):(\d{2})(?::(\d{2}))?)?"
 _ENTRY_STYLES = (
     (re.compile(r"^(\d{4})-(\d{1,2})-(\d{1,2})" + _TIME + "$"), "ymd", "yyyy-mm-dd"),
     (re.compile(r"^(\d{4})/(\d{1,2})/(\d{1,2})" + _TIME + "$"), "ymd", "yyyy/mm/dd"),
@@ -215,7 +216,14 @@ def _format_number(number: int | float, pattern: str) -> str:
         return f"{prefix}{mantissa}E+{int(exponent):02d}{suffix}"
     min_decimals = decimals.count("0")
     max_decimals = len(decimals)
-    text = f"{abs(value):.{max_decimals}f}"
+    # Sheets rounds half away from zero (Python's format rounds half to even).
+    try:
+        rounded = Decimal(repr(abs(value))).quantize(
+            Decimal(1).scaleb(-max_decimals), ROUND_HALF_UP
+        )
+    except InvalidOperation:  # more digits than Decimal's precision: Sheets shows 1E+300
+        return _plain(number)
+    text = f"{rounded:.{max_decimals}f}"
     whole, _, fraction = text.partition(".")
     fraction = fraction.rstrip("0").ljust(min_decimals, "0")
     if whole == "0" and "0" not in integer_part:
