@@ -165,7 +165,12 @@ def _resize(spreadsheet: Spreadsheet, sheet: Sheet, rows: int, columns: int) -> 
             f"This action would increase the number of columns in the sheet above the "
             f"limit of {MAX_COLUMNS}."
         )
-    spreadsheet.check_cell_limit(rows * columns - sheet.row_count * sheet.column_count)
+    # Google applies rowCount first and checks the limit after each step: a resize that
+    # adds rows and removes columns can fail though its end size fits (gspread-dataframe
+    # PR #38 found it); the emulator does the same.
+    spreadsheet.check_cell_limit((rows - sheet.row_count) * sheet.column_count)
+    sheet.resize(rows, sheet.column_count)
+    spreadsheet.check_cell_limit(rows * (columns - sheet.column_count))
     sheet.resize(rows, columns)
 
 

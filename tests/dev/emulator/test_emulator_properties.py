@@ -240,3 +240,34 @@ def test_the_cell_limit_refuses_appends_new_sheets_and_resizes(
     assert append(sheets, spreadsheet_id, [["d", "e", "f"]]).execute()["updates"][
         "updatedRange"
     ] == ("Sheet1!A20:C20")
+
+
+def test_a_resize_adds_rows_before_it_removes_columns(
+    connect: Any, emulator_admin: EmulatorAdmin
+) -> None:
+    # Google applies rowCount first and checks the limit after it (found by
+    # gspread-dataframe, PR #38): 20 x 3 to 30 x 2 fails under a 60-cell limit.
+    sheets = connect("owner")
+    spreadsheet_id, _ = emulator_admin.create_spreadsheet("owner")
+    size = {"sheetId": 0, "gridProperties": {"rowCount": 20, "columnCount": 3}}
+    batch_update(sheets, spreadsheet_id, update_sheet(size, "gridProperties"))
+    emulator_admin.set_settings(max_cells=60)
+    taller = {"sheetId": 0, "gridProperties": {"rowCount": 30, "columnCount": 2}}
+
+    error = refused(
+        sheets.batchUpdate(
+            spreadsheetId=spreadsheet_id,
+            body={"requests": [update_sheet(taller, "gridProperties")]},
+        )
+    )
+    narrower = {"sheetId": 0, "gridProperties": {"columnCount": 2}}
+    batch_update(
+        sheets,
+        spreadsheet_id,
+        update_sheet(narrower, "gridProperties.columnCount"),
+        update_sheet(taller, "gridProperties"),
+    )
+
+    assert error["message"].endswith(LIMIT_MESSAGE.format(60))
+    (properties,) = sheet_properties(sheets, spreadsheet_id)
+    assert properties["gridProperties"] == {"rowCount": 30, "columnCount": 2}
