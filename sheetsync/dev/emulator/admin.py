@@ -121,6 +121,20 @@ class EmulatorAdmin:
         """Insert ``end_index - start_index`` blank columns before column ``start_index``."""
         self._dimension("insertDimension", spreadsheet_id, gid, "COLUMNS", start_index, end_index)
 
+    def move_columns(
+        self, spreadsheet_id: str, gid: int, start_index: int, end_index: int, destination: int
+    ) -> None:
+        """Move columns ``start_index..end_index - 1`` before column ``destination`` (an
+        index counted before the move: to move A after C, say 3), as a person drags them."""
+        source = {
+            "sheetId": int(gid),
+            "dimension": "COLUMNS",
+            "startIndex": start_index,
+            "endIndex": end_index,
+        }
+        request = {"moveDimension": {"source": source, "destinationIndex": destination}}
+        self.batch_update(spreadsheet_id, [request])
+
     def sort_rows(
         self,
         spreadsheet_id: str,
@@ -156,6 +170,13 @@ class EmulatorAdmin:
         result: dict[str, Any] = self._call(
             "PUT", f"/spreadsheets/{quote(spreadsheet_id)}/values", body
         )
+        return result
+
+    def clear_values(self, spreadsheet_id: str, a1_range: str) -> dict[str, Any]:
+        """Empty ``a1_range`` (``Sheet1`` for a whole sheet) as a person selecting it and
+        pressing Delete (formats stay); returns the answer of the API's values.clear."""
+        path = f"/spreadsheets/{quote(spreadsheet_id)}/values:clear"
+        result: dict[str, Any] = self._call("POST", path, {"range": a1_range})
         return result
 
     def sheet_values(self, spreadsheet_id: str, gid: int) -> list[list[str]]:

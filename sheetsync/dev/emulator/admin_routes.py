@@ -2,9 +2,10 @@
 
 Admin requests need no token and never count toward quotas or stats, and faults do not
 apply to them. Errors use the same ``{"error": {"code", "message", "status"}}`` body as
-the Sheets API. ``POST spreadsheets/{id}/batchUpdate`` and ``PUT spreadsheets/{id}/values``
-change a sheet as a person in the Sheets UI would (the API's batchUpdate and
-values.update, with the same bodies, answers and 400s, but any owner).
+the Sheets API. ``POST spreadsheets/{id}/batchUpdate``, ``PUT spreadsheets/{id}/values``
+and ``POST spreadsheets/{id}/values:clear`` change a sheet as a person in the Sheets UI
+would (the API's batchUpdate, values.update and values.clear, with the same bodies,
+answers and 400s, but any owner).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from sheetsync.dev.emulator.responses import (
 )
 from sheetsync.dev.emulator.sheets import Spreadsheet
 from sheetsync.dev.emulator.state import EmulatorState, check_time_zone
-from sheetsync.dev.emulator.values import formatted_rows, update_values
+from sheetsync.dev.emulator.values import clear_values, formatted_rows, update_values
 from sheetsync.errors import ConfigError
 
 PREFIX = "/_emulator"
@@ -156,6 +157,13 @@ async def write_values(request: web.Request) -> web.Response:
     return json_response(update_values(spreadsheet, range_text, body, input_option))
 
 
+async def clear_values_route(request: web.Request) -> web.Response:
+    """``{"range"}``: the answer of the API's values.clear."""
+    spreadsheet = _spreadsheet(request)
+    body = json_body(await request.read())
+    return json_response(clear_values(spreadsheet, _required_text(body, "range")))
+
+
 async def sheet_view(request: web.Request) -> web.Response:
     spreadsheet = _spreadsheet(request)
     try:
@@ -261,6 +269,7 @@ def add_admin_routes(app: web.Application) -> None:
         web.delete("/spreadsheets/{spreadsheet_id}", delete_spreadsheet),
         web.post("/spreadsheets/{spreadsheet_id}/batchUpdate", edit_spreadsheet),
         web.put("/spreadsheets/{spreadsheet_id}/values", write_values),
+        web.post("/spreadsheets/{spreadsheet_id}/values:clear", clear_values_route),
         web.get("/spreadsheets/{spreadsheet_id}/sheets/{sheet_id}", sheet_view),
         web.get("/stats", stats),
         web.post("/stats/reset", reset_stats),

@@ -5,14 +5,15 @@ rows not written yet), so formats are areas (later ones win) plus single cells (
 typed as USER_ENTERED takes the format of the style it was typed in). Inserting or
 deleting rows and columns moves them as it moves the cells; rows or columns inserted
 inside or next to an area take its format, as inserted rows inherit their neighbours'
-(the emulator does not tell before from after), and growing the grid extends an area
-that reaches its last row or column.
+(the emulator does not tell before from after), growing the grid extends an area
+that reaches its last row or column, and moved rows or columns take their formats along.
 Sorting does not move formats (the emulator's simplification).
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sheetsync.dev.emulator.numfmt import NumberFormat
@@ -98,6 +99,27 @@ class FormatBook:
             if not start <= key[index] < end
         }
 
+    def move(self, axis: Axis, start: int, end: int, destination: int) -> None:
+        """Rows or columns ``start..end-1`` moved to sit before ``destination`` (an index
+        before the move); an area the move splits becomes one area per piece."""
+        position = _moved_position(start, end, destination)
+        areas: list[FormatArea] = []
+        for area in self.areas:
+            low, high = _bounds(area, axis)
+            moved = sorted(position(index) for index in range(low, high))
+            run_start = moved[0] if moved else 0
+            for previous, current in zip(moved, [*moved[1:], None], strict=True):
+                if current != previous + 1:
+                    piece = copy.copy(area)
+                    _set_bounds(piece, axis, run_start, previous + 1)
+                    areas.append(piece)
+                    run_start = current if current is not None else 0
+        self.areas = areas
+        index = 0 if axis == "ROWS" else 1
+        self.cells = {
+            _moved(key, index, position(key[index])): value for key, value in self.cells.items()
+        }
+
     def grow(self, axis: Axis, old_size: int, new_size: int) -> None:
         for area in self.areas:
             low, high = _bounds(area, axis)
@@ -115,6 +137,22 @@ class FormatBook:
 
     def copy(self) -> FormatBook:
         return copy.deepcopy(self)
+
+
+def _moved_position(start: int, end: int, destination: int) -> Callable[[int], int]:
+    """Where index ``i`` goes when ``start..end-1`` moves before ``destination``."""
+    count = end - start
+
+    def position(index: int) -> int:
+        if destination > end:  # moved down
+            if start <= index < end:
+                return index + destination - end
+            return index - count if end <= index < destination else index
+        if start <= index < end:  # moved up
+            return destination + index - start
+        return index + count if destination <= index < start else index
+
+    return position
 
 
 def _bounds(area: FormatArea, axis: Axis) -> tuple[int, int]:

@@ -165,6 +165,30 @@ class Sheet:
         self.column_count -= end - start
         self._drop_trailing_empty_rows()
 
+    def move_rows(self, start: int, end: int, destination: int) -> None:
+        """Move rows ``start..end-1`` before row ``destination`` (counted before the move)."""
+        height = max(len(self.rows), destination)
+        rows = self.rows + [[] for _ in range(height - len(self.rows))]
+        block = rows[start:end]
+        del rows[start:end]
+        at = destination if destination <= start else destination - (end - start)
+        rows[at:at] = block
+        self.rows = rows
+        self.formats.move("ROWS", start, end, destination)
+        self._drop_trailing_empty_rows()
+
+    def move_columns(self, start: int, end: int, destination: int) -> None:
+        """Move columns ``start..end-1`` before ``destination`` (counted before the move)."""
+        at = destination if destination <= start else destination - (end - start)
+        for index, cells in enumerate(self.rows):
+            padded = cells + [None] * (max(end, destination) - len(cells))
+            block = padded[start:end]
+            del padded[start:end]
+            padded[at:at] = block
+            self.rows[index] = _trimmed(padded)
+        self.formats.move("COLUMNS", start, end, destination)
+        self._drop_trailing_empty_rows()
+
     def resize(self, row_count: int, column_count: int) -> None:
         """Set the grid size; cells and formats beyond a smaller grid are gone."""
         if row_count < self.row_count:

@@ -81,3 +81,13 @@ def test_a_later_format_wins_and_a_cleared_one_is_none() -> None:
     assert book.at(0, 0) == NumberFormat("NUMBER")
     book.set_area(0, 0, 10, 1, None)
     assert book.at(0, 0) is None and book.at(0, 1) == NumberFormat("NUMBER")
+
+
+def test_a_move_through_an_area_splits_it() -> None:
+    book = FormatBook()
+    book.set_area(0, 0, 5, 1, DATE)  # A1:A5
+
+    book.move("ROWS", 2, 3, 8)  # row 3 goes before row 9: A3's format follows it
+    assert [book.at(row, 0) for row in range(9)] == [DATE] * 4 + [None] * 3 + [DATE, None]
+    book.move("ROWS", 7, 8, 0)  # and back to the top
+    assert [book.at(row, 0) for row in range(6)] == [DATE] * 5 + [None]
