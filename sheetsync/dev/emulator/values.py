@@ -70,14 +70,14 @@ def batch_get_values(
     major_dimension: str = "ROWS",
     date_time_option: str = "SERIAL_NUMBER",
 ) -> dict[str, Any]:
-    """values.batchGet: one values.get answer per range, in order."""
-    return {
-        "spreadsheetId": spreadsheet.spreadsheet_id,
-        "valueRanges": [
+    """values.batchGet: one values.get answer per range, in order (none: no key)."""
+    result: dict[str, Any] = {"spreadsheetId": spreadsheet.spreadsheet_id}
+    if ranges:
+        result["valueRanges"] = [
             get_values(spreadsheet, range_text, render_option, major_dimension, date_time_option)
             for range_text in ranges
-        ],
-    }
+        ]
+    return result
 
 
 def clear_values(spreadsheet: Spreadsheet, range_text: str) -> dict[str, Any]:
@@ -177,19 +177,21 @@ def append_values(
 def _update_counts(
     sheet: Sheet, start_row: int, start_col: int, values: list[list[CellInput]]
 ) -> dict[str, Any]:
-    """Google counts the cells a write set; a ``null`` (leave as it is) is not one."""
+    """Google counts the cells a write set; a ``null`` (leave as it is) is not one. A count
+    of 0 is left out, as proto3's JSON leaves out every default value."""
     height, width = len(values), max(len(row) for row in values)
     written = [[value is not KEEP for value in row] for row in values]
-    return {
-        "updatedRange": format_range(
-            sheet.title, start_row, start_col, start_row + height, start_col + width
-        ),
+    counts = {
         "updatedRows": sum(1 for row in written if any(row)),
         "updatedColumns": sum(
             1 for col in range(width) if any(col < len(row) and row[col] for row in written)
         ),
         "updatedCells": sum(sum(row) for row in written),
     }
+    updated_range = format_range(
+        sheet.title, start_row, start_col, start_row + height, start_col + width
+    )
+    return {"updatedRange": updated_range, **{name: n for name, n in counts.items() if n}}
 
 
 def _updated_data(

@@ -60,6 +60,13 @@ def test_null_cells_are_left_alone_and_not_counted(
     }
     read = values.get(spreadsheetId=spreadsheet_id, range="Sheet1").execute()
     assert read["values"] == [["a", "B"], ["d", "e", "f"]]
+    nothing = values.update(
+        spreadsheetId=spreadsheet_id,
+        range="Sheet1!A1",
+        valueInputOption="RAW",
+        body={"values": [[None, None]]},
+    ).execute()
+    assert nothing == {"spreadsheetId": spreadsheet_id, "updatedRange": "Sheet1!A1:B1"}
 
 
 def test_clear_empties_the_range_and_names_it(connect: Any, emulator_admin: EmulatorAdmin) -> None:
