@@ -1,5 +1,7 @@
 """batchUpdate requests that change properties and formats: updateSheetProperties,
-updateSpreadsheetProperties and repeatCell.
+updateSpreadsheetProperties and repeatCell; updateDimensionProperties,
+autoResizeDimensions and updateBorders are accepted and change nothing the emulator
+models (sizes and borders).
 
 Each applies only what its ``fields`` mask names (``title``, ``gridProperties.rowCount``,
 ``gridProperties`` for all of them, ``*`` for everything; Google accepts ``/`` as well as
@@ -37,6 +39,29 @@ SHEET_FIELDS = (
     "gridProperties.frozenColumnCount",
 )
 SPREADSHEET_FIELDS = ("title", "timeZone", "locale")
+#: Field paths the emulator accepts and ignores: how things look, not what they hold.
+SHEET_PRESENTATION = (
+    "tabColor",
+    "tabColorStyle",
+    "rightToLeft",
+    "gridProperties.hideGridlines",
+    "gridProperties.rowGroupControlAfter",
+    "gridProperties.columnGroupControlAfter",
+)
+SPREADSHEET_PRESENTATION = ("autoRecalc", "defaultFormat", "spreadsheetTheme")
+CELL_PRESENTATION = (
+    "userEnteredFormat.backgroundColor",
+    "userEnteredFormat.backgroundColorStyle",
+    "userEnteredFormat.borders",
+    "userEnteredFormat.padding",
+    "userEnteredFormat.horizontalAlignment",
+    "userEnteredFormat.verticalAlignment",
+    "userEnteredFormat.wrapStrategy",
+    "userEnteredFormat.textDirection",
+    "userEnteredFormat.textFormat",
+    "userEnteredFormat.hyperlinkDisplayType",
+    "userEnteredFormat.textRotation",
+)
 
 
 def update_sheet_properties(
@@ -45,7 +70,7 @@ def update_sheet_properties(
     properties = payload.get("properties")
     if not isinstance(properties, dict):
         raise ApiError.invalid_argument("properties must be set.")
-    mask = FieldMask.parse(payload.get("fields"), SHEET_FIELDS)
+    mask = FieldMask.parse(payload.get("fields"), SHEET_FIELDS, SHEET_PRESENTATION)
     sheet = sheet_for(spreadsheet, properties.get("sheetId"))
     grid = properties.get("gridProperties") or {}
     if not isinstance(grid, dict):
@@ -81,7 +106,7 @@ def update_spreadsheet_properties(
     properties = payload.get("properties")
     if not isinstance(properties, dict):
         raise ApiError.invalid_argument("properties must be set.")
-    mask = FieldMask.parse(payload.get("fields"), SPREADSHEET_FIELDS)
+    mask = FieldMask.parse(payload.get("fields"), SPREADSHEET_FIELDS, SPREADSHEET_PRESENTATION)
     saved = (spreadsheet.title, spreadsheet.time_zone, spreadsheet.locale)
 
     def undo() -> None:
@@ -103,12 +128,23 @@ def repeat_cell(spreadsheet: Spreadsheet, payload: dict[str, Any], undo_log: lis
     cell = payload.get("cell") or {}
     if not isinstance(cell, dict):
         raise ApiError.invalid_argument("cell must be an object.")
-    mask = FieldMask.parse(payload.get("fields"), ("userEnteredFormat.numberFormat",))
+    mask = FieldMask.parse(
+        payload.get("fields"), ("userEnteredFormat.numberFormat",), CELL_PRESENTATION
+    )
     undo_log.append(restore_point(box.sheet))
     if mask.has("userEnteredFormat.numberFormat"):
         user_format = cell.get("userEnteredFormat") or {}
         number_format = _number_format(user_format.get("numberFormat"))
         box.sheet.formats.set_area(box.top, box.left, box.bottom, box.right, number_format)
+    return {}
+
+
+def presentation_only(
+    spreadsheet: Spreadsheet, payload: dict[str, Any], undo_log: list[Undo]
+) -> Reply:
+    """Column widths, borders and the like: checked for their sheet, then ignored."""
+    target = payload.get("range") or payload.get("dimensions") or {}
+    sheet_for(spreadsheet, target.get("sheetId") if isinstance(target, dict) else None)
     return {}
 
 
@@ -183,4 +219,7 @@ PROPERTY_HANDLERS: dict[str, Callable[[Spreadsheet, dict[str, Any], list[Undo]],
     "updateSheetProperties": update_sheet_properties,
     "updateSpreadsheetProperties": update_spreadsheet_properties,
     "repeatCell": repeat_cell,
+    "updateDimensionProperties": presentation_only,
+    "autoResizeDimensions": presentation_only,
+    "updateBorders": presentation_only,
 }

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from sheetsync.dev.emulator.a1 import format_range
 from sheetsync.dev.emulator.api_errors import ApiError
+from sheetsync.dev.emulator.partial import Mask, parse_fields
 from sheetsync.dev.emulator.sheets import Sheet, Spreadsheet
 
 #: Undoes one applied request when a later request of the batch fails.
@@ -30,15 +31,24 @@ class FieldMask:
     paths: frozenset[str]
 
     @classmethod
-    def parse(cls, raw: Any, known: tuple[str, ...]) -> FieldMask:
-        """Parse ``"title,gridProperties/rowCount"``; ``*`` stands for every known field."""
+    def parse(
+        cls, raw: Any, known: tuple[str, ...], presentation: tuple[str, ...] = ()
+    ) -> FieldMask:
+        """Parse ``"title,gridProperties/rowCount"``; ``*`` stands for every known field.
+
+        Paths under ``presentation`` (colours, fonts: what the emulator does not model
+        and no value depends on) are accepted and have no effect; any other unknown path
+        is refused, so a test never believes a change was made that was not.
+        """
         if not isinstance(raw, str) or not raw.strip():
             # Approximated wording: Google's for a missing mask is not recorded.
             raise ApiError.invalid_argument("At least one field must be specified in 'fields'.")
-        paths = {path.strip().replace("/", ".") for path in raw.split(",") if path.strip()}
+        paths = set(_flatten(parse_fields(raw)))
         if "*" in paths:
             return cls(frozenset(known))
         for path in paths:
+            if any(path == name or path.startswith(name + ".") for name in presentation):
+                continue
             if not any(name == path or name.startswith(path + ".") for name in known):
                 raise ApiError.invalid_argument(
                     f"Invalid field mask path: {path!r} (the emulator models {', '.join(known)})."
@@ -93,6 +103,15 @@ def required_int(value: Any, name: str) -> int:
         return int(value)
     except (TypeError, ValueError) as error:
         raise ApiError.invalid_argument(f"Invalid value for {name}: {value!r}") from error
+
+
+def _flatten(mask: Mask, prefix: str = "") -> list[str]:
+    """``{"a": {"b": {}, "c": {}}}`` as ``["a.b", "a.c"]``."""
+    paths: list[str] = []
+    for name, inner in mask.items():
+        path = f"{prefix}{name}"
+        paths.extend(_flatten(inner, path + ".") if inner else [path])
+    return paths
 
 
 def sheet_for(spreadsheet: Spreadsheet, sheet_id: Any) -> Sheet:

@@ -271,3 +271,54 @@ def test_a_resize_adds_rows_before_it_removes_columns(
     assert error["message"].endswith(LIMIT_MESSAGE.format(60))
     (properties,) = sheet_properties(sheets, spreadsheet_id)
     assert properties["gridProperties"] == {"rowCount": 30, "columnCount": 2}
+
+
+def test_presentation_is_accepted_and_values_are_not_faked(
+    connect: Any, emulator_admin: EmulatorAdmin
+) -> None:
+    sheets = connect("owner")
+    spreadsheet_id, _ = emulator_admin.create_spreadsheet("owner")
+    header_row = {"sheetId": 0, "startRowIndex": 0, "endRowIndex": 1}
+    bold_dates = {
+        "repeatCell": {
+            "range": header_row,
+            "cell": {
+                "userEnteredFormat": {
+                    "textFormat": {"bold": True},
+                    "numberFormat": {"type": "NUMBER", "pattern": "0.0"},
+                }
+            },
+            "fields": "userEnteredFormat(textFormat.bold,numberFormat)",
+        }
+    }
+    widths = {
+        "updateDimensionProperties": {
+            "range": {"sheetId": 0, "dimension": "COLUMNS", "startIndex": 0, "endIndex": 3},
+            "properties": {"pixelSize": 160},
+            "fields": "pixelSize",
+        }
+    }
+    frozen = update_sheet(
+        {"sheetId": 0, "gridProperties": {"frozenRowCount": 1}, "tabColor": {"red": 1}},
+        "gridProperties.frozenRowCount,tabColor",
+    )
+
+    batch_update(sheets, spreadsheet_id, bold_dates, widths, frozen)
+    sheets.values().update(
+        spreadsheetId=spreadsheet_id,
+        range="Sheet1!A1",
+        valueInputOption="RAW",
+        body={"values": [[2]]},
+    ).execute()
+    values = {
+        "repeatCell": {
+            "range": header_row,
+            "cell": {"userEnteredValue": {"stringValue": "x"}},
+            "fields": "userEnteredValue",
+        }
+    }
+    error = refused(sheets.batchUpdate(spreadsheetId=spreadsheet_id, body={"requests": [values]}))
+
+    read = sheets.values().get(spreadsheetId=spreadsheet_id, range="Sheet1!A1").execute()
+    assert read["values"] == [["2.0"]]
+    assert "userEnteredValue" in error["message"]
