@@ -27,7 +27,12 @@ from sheetsync.dev.emulator.responses import (
 )
 from sheetsync.dev.emulator.sheets import Spreadsheet
 from sheetsync.dev.emulator.state import EmulatorState, check_time_zone
-from sheetsync.dev.emulator.values import clear_values, formatted_rows, update_values
+from sheetsync.dev.emulator.values import (
+    clear_values,
+    formatted_rows,
+    numeric_cells,
+    update_values,
+)
 from sheetsync.errors import ConfigError
 
 PREFIX = "/_emulator"
@@ -174,7 +179,7 @@ async def sheet_view(request: web.Request) -> web.Response:
         raise ApiError.not_found()
     values = formatted_rows(sheet)
     if _wants_html(request):
-        return _html(sheet_page(spreadsheet, sheet, values))
+        return _html(sheet_page(spreadsheet, sheet, values, numeric_cells(sheet)))
     return json_response(
         {
             "spreadsheetId": spreadsheet.spreadsheet_id,

@@ -14,6 +14,7 @@ from sheetsync.dev.emulator.cells import (
     VALUE_RENDER_OPTIONS,
     CellInput,
     CellInputError,
+    Formula,
     parse_input,
     render,
 )
@@ -309,3 +310,14 @@ def formatted_rows(sheet: Sheet) -> list[list[str]]:
     """Every cell of the sheet as shown (FORMATTED_VALUE), blanks trimmed as values.get does."""
     rendered = _rendered_block(sheet, 0, 0, len(sheet.rows), sheet.data_columns, "FORMATTED_VALUE")
     return [[str(cell) for cell in row] for row in _trim_rendered(rendered)]
+
+
+def numeric_cells(sheet: Sheet) -> set[tuple[int, int]]:
+    """The cells holding a number (dates included), which Sheets aligns right."""
+    numeric = set()
+    for row, cells in enumerate(sheet.rows):
+        for col, cell in enumerate(cells):
+            value = sheet.evaluate(cell) if isinstance(cell, Formula) else cell
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                numeric.add((row, col))
+    return numeric

@@ -229,4 +229,5 @@ def test_the_sheet_view_shows_formatted_values(connect: Any, emulator_admin: Emu
     append(sheets, spreadsheet_id, [["a-1", MARCH_1, 0.5]])
 
     assert emulator_admin.sheet_values(spreadsheet_id, 0) == [["a-1", "2024-03-01", "0.5"]]
-    assert "<td>2024-03-01</td>" in emulator_admin.sheet_html(spreadsheet_id, 0)
+    page = emulator_admin.sheet_html(spreadsheet_id, 0)
+    assert "<td>a-1</td><td class='n'>2024-03-01</td><td class='n'>0.5</td>" in page
