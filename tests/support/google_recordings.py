@@ -71,13 +71,13 @@ def kind_of(method: str, path: str) -> str:
 
 
 class Replayer:
-    """Replays cassettes through ``http`` (an authorised httplib2 client of ``owner``)."""
+    """Replays cassettes through ``http`` (an authorised httplib2 client of the account
+    that owns what the cassettes create); ``admin`` sets up what Drive did."""
 
-    def __init__(self, base_url: str, http: Any, admin: EmulatorAdmin, owner: str) -> None:
+    def __init__(self, base_url: str, http: Any, admin: EmulatorAdmin) -> None:
         self.base_url = base_url.rstrip("/")
         self.http = http
         self.admin = admin
-        self.owner = owner
 
     def replay(self, path: Path) -> list[Outcome]:
         interactions = json.loads(path.read_text(encoding="utf-8"))["interactions"]

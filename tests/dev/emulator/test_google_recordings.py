@@ -36,7 +36,7 @@ def replay_all(
     )
     admin.add_account("owner", "refresh-owner")
     http = AuthorizedHttp(credentials(server, "refresh-owner"), http=httplib2.Http(timeout=10))
-    replayer = Replayer(server.url, http, admin, "owner")
+    replayer = Replayer(server.url, http, admin)
     outcomes: list[Outcome] = []
     for cassette in cassettes() if paths is None else paths:
         outcomes.extend(replayer.replay(cassette))
