@@ -17,6 +17,7 @@ table { border-collapse: collapse; font-size: 0.9rem; }
 th, td { border: 1px solid #dadce0; padding: 0.25rem 0.5rem; text-align: left;
          vertical-align: top; white-space: pre-wrap; }
 th { background: #f1f3f4; font-weight: 500; }
+td.n { text-align: right; }
 .muted { color: #5f6368; }
 """
 
@@ -78,13 +79,25 @@ def spreadsheet_page(spreadsheet: Spreadsheet) -> str:
     return _page(spreadsheet.title, body)
 
 
-def sheet_page(spreadsheet: Spreadsheet, sheet: Sheet, values: list[list[str]]) -> str:
-    """``GET /_emulator/spreadsheets/{id}/sheets/{gid}`` as an HTML table."""
+def sheet_page(
+    spreadsheet: Spreadsheet,
+    sheet: Sheet,
+    values: list[list[str]],
+    numeric: set[tuple[int, int]] | None = None,
+) -> str:
+    """``GET /_emulator/spreadsheets/{id}/sheets/{gid}`` as an HTML table: values as Sheets
+    shows them, numbers and dates (``numeric``: row, column) aligned right."""
+    numeric = numeric or set()
     width = max((len(row) for row in values), default=0)
     header = "<tr><th></th>" + "".join(f"<th>{column_letters(col)}</th>" for col in range(width))
     rows = "".join(
         f"<tr><th>{number}</th>"
-        + "".join(f"<td>{escape(cell)}</td>" for cell in row)
+        + "".join(
+            f"<td class='n'>{escape(cell)}</td>"
+            if (number - 1, col) in numeric
+            else f"<td>{escape(cell)}</td>"
+            for col, cell in enumerate(row)
+        )
         + "<td></td>" * (width - len(row))
         + "</tr>"
         for number, row in enumerate(values, start=1)

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from sheetsync.dev.emulator.a1 import format_range
 from sheetsync.dev.emulator.api_errors import ApiError
+from sheetsync.dev.emulator.partial import Mask, parse_fields
 from sheetsync.dev.emulator.sheets import Sheet, Spreadsheet
 
 #: Undoes one applied request when a later request of the batch fails.
@@ -21,6 +22,43 @@ Undo = Callable[[], None]
 Reply = dict[str, Any]
 Dimension = Literal["ROWS", "COLUMNS"]
 DIMENSIONS: tuple[Dimension, ...] = ("ROWS", "COLUMNS")
+
+
+@dataclass(frozen=True)
+class FieldMask:
+    """A request's ``fields``: which of its properties to apply."""
+
+    paths: frozenset[str]
+
+    @classmethod
+    def parse(
+        cls, raw: Any, known: tuple[str, ...], presentation: tuple[str, ...] = ()
+    ) -> FieldMask:
+        """Parse ``"title,gridProperties/rowCount"``; ``*`` stands for every known field.
+
+        Paths under ``presentation`` (colours, fonts: what the emulator does not model
+        and no value depends on) are accepted and have no effect; any other unknown path
+        is refused, so a test never believes a change was made that was not.
+        """
+        if not isinstance(raw, str) or not raw.strip():
+            # Approximated wording: Google's for a missing mask is not recorded.
+            raise ApiError.invalid_argument("At least one field must be specified in 'fields'.")
+        paths = set(_flatten(parse_fields(raw)))
+        if "*" in paths:
+            return cls(frozenset(known))
+        for path in paths:
+            if any(path == name or path.startswith(name + ".") for name in presentation):
+                continue
+            if not any(name == path or name.startswith(path + ".") for name in known):
+                raise ApiError.invalid_argument(
+                    f"Invalid field mask path: {path!r} (the emulator models {', '.join(known)})."
+                )
+        return cls(frozenset(paths))
+
+    def has(self, name: str) -> bool:
+        """True when the mask names ``name`` or a field that contains it."""
+        parts = name.split(".")
+        return any(".".join(parts[:end]) in self.paths for end in range(1, len(parts) + 1))
 
 
 @dataclass(frozen=True)
@@ -65,6 +103,15 @@ def required_int(value: Any, name: str) -> int:
         return int(value)
     except (TypeError, ValueError) as error:
         raise ApiError.invalid_argument(f"Invalid value for {name}: {value!r}") from error
+
+
+def _flatten(mask: Mask, prefix: str = "") -> list[str]:
+    """``{"a": {"b": {}, "c": {}}}`` as ``["a.b", "a.c"]``."""
+    paths: list[str] = []
+    for name, inner in mask.items():
+        path = f"{prefix}{name}"
+        paths.extend(_flatten(inner, path + ".") if inner else [path])
+    return paths
 
 
 def sheet_for(spreadsheet: Spreadsheet, sheet_id: Any) -> Sheet:
@@ -122,12 +169,16 @@ def grid_box(spreadsheet: Spreadsheet, grid_range: Any) -> GridBox:
 
 
 def restore_point(sheet: Sheet) -> Undo:
-    """An undo that puts the sheet's cells and grid size back as they are now."""
+    """An undo that puts the sheet's cells, formats and properties back as they are now."""
     rows = [list(cells) for cells in sheet.rows]
     grid = (sheet.row_count, sheet.column_count)
+    formats = sheet.formats.copy()
+    title, hidden, frozen = sheet.title, sheet.hidden, dict(sheet.frozen)
 
     def undo() -> None:
         sheet.rows[:] = rows
         sheet.row_count, sheet.column_count = grid
+        sheet.formats = formats
+        sheet.title, sheet.hidden, sheet.frozen = title, hidden, frozen
 
     return undo
