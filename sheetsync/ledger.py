@@ -172,12 +172,18 @@ REFUSED_BY_OWNER_RULE = "its creator is not the form's owner"
 
 
 def claim_for_links(
-    session: Session, answer_ids: Sequence[str], allowed_link_ids: Sequence[int]
+    session: Session,
+    answer_ids: Sequence[str],
+    allowed_link_ids: Sequence[int],
+    *,
+    only_link_ids: Sequence[int] | None = None,
 ) -> list[tuple[str, str, int, TransactionType]]:
     """Record these answers for every link of their forms, in one statement that reads
     the links as they are now: ENQUEUED where the link may send (made by the form's
     owner, or one of ``allowed_link_ids``), VALIDATION_FAILED where it may not; only
     where the answer was never emitted to that sheet (no row, INIT, VALIDATION_FAILED).
+
+    ``only_link_ids`` narrows it to those links (a backfill to one link).
 
     Returns (answer id, spreadsheet id, gid, state) of each row it wrote.
     """
@@ -206,6 +212,8 @@ def claim_for_links(
         .join(form, form.id == answer.submission_id)
         .where(and_(answer.id.in_(list(answer_ids))))
     )
+    if only_link_ids is not None:
+        rows = rows.where(link.id.in_(list(only_link_ids)))
     dialect = session.get_bind().dialect.name
     insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
     statement = insert(tx).from_select(
