@@ -135,3 +135,44 @@ def test_backfill_names_what_does_not_exist(world):
         backfill("nope")
     with pytest.raises(NotFoundError, match="link 999 is not a link of form"):
         backfill(form.submission_id, link_id=999)
+
+
+@pytest.mark.parametrize("db_url", ["postgres"], indirect=True)
+def test_backfill_never_holds_the_answers_table_on_postgres(world, worker_processes, engine):
+    """A web app's migration (an ACCESS EXCLUSIVE lock) gets the answers table within
+    moments, again and again, while a backfill reads it: no transaction stays open."""
+    worker_processes(backfill_chunk=200, backfill_ahead=1000, batch_size=500).start(1)
+    form = world.form(steps=1, questions_per_step=2, pii=0, jumbotrons=0)
+    answers = world.answers(form, 5000)
+    sheet = world.sheet(form)
+    waits: list[float] = []
+    failures: list[BaseException] = []
+    done = threading.Event()
+
+    def lock_again_and_again() -> None:
+        while not done.is_set():
+            try:
+                with engine.connect() as connection:
+                    connection.exec_driver_sql("SET lock_timeout = '1s'")
+                    started = time.monotonic()
+                    connection.exec_driver_sql(
+                        "LOCK TABLE submission_answer IN ACCESS EXCLUSIVE MODE"
+                    )
+                    waits.append(time.monotonic() - started)
+                    connection.commit()
+            except BaseException as exc:  # reported by the test thread
+                failures.append(exc)
+                return
+            time.sleep(0.02)
+
+    locker = threading.Thread(target=lock_again_and_again)
+    locker.start()
+    try:
+        result = backfill(form.submission_id)
+    finally:
+        done.set()
+        locker.join()
+    assert not failures, failures
+    assert result.sent == len(answers)
+    assert len(waits) >= 10 and max(waits) < 1.0, (len(waits), max(waits))
+    assert sorted(world.ids_in(sheet)) == sorted(answers)
