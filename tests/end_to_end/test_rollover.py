@@ -10,7 +10,6 @@ from sqlalchemy import select
 from support.waiting import wait_until
 
 from sheetsync import emit_answers_submitted
-from sheetsync.dev.emulator import sheets as emulator_sheets
 from sheetsync.models import DeadLetterReason, SpreadSheet
 
 #: The test form's row: Answer ID, Submitter, Submitted at and two questions.
@@ -77,7 +76,7 @@ def test_three_tabs_fill_in_order_each_answer_once_and_one_alert(
 
 
 def test_googles_cell_limit_refusal_rolls_over_instead_of_failing(
-    world, worker, pipeline_env, monkeypatch
+    world, worker, pipeline_env, admin
 ):
     """A person filled the workbook (our own budget is far away): Google refuses the
     append; the link rolls over to a tab sized to our columns, which still fits."""
@@ -87,7 +86,7 @@ def test_googles_cell_limit_refusal_rolls_over_instead_of_failing(
     answers = world.answers(form, 10)
     # The linked tab is 1000 x 26 = 26,000 cells. The workbook's limit leaves room for
     # a few rows of 5 cells, not for 10 rows of the tab's 26 columns.
-    monkeypatch.setattr(emulator_sheets, "MAX_CELLS", 26_000 + WIDTH * 12)
+    admin.set_settings(max_cells=26_000 + WIDTH * 12)
 
     emit_answers_submitted(answers)
     wait_until(lambda: world.ledger_counts() == {"COMPLETED": len(answers)}, timeout=30)
@@ -100,13 +99,13 @@ def test_googles_cell_limit_refusal_rolls_over_instead_of_failing(
 
 
 def test_a_workbook_with_no_room_at_all_parks_the_answers_not_failed(
-    world, worker, pipeline_env, monkeypatch
+    world, worker, pipeline_env, admin
 ):
     pipeline_env(batch_size=10)
     form = world.form(steps=1, questions_per_step=2, pii=0, jumbotrons=0)
     world.sheet(form, "Responses")
     answers = world.answers(form, 4)
-    monkeypatch.setattr(emulator_sheets, "MAX_CELLS", 26_000)
+    admin.set_settings(max_cells=26_000)
 
     emit_answers_submitted(answers)
     wait_until(lambda: world.ledger_counts() == {"DEAD_LETTERED": len(answers)}, timeout=30)

@@ -41,15 +41,23 @@ class EmulatorAdmin:
         self._call("POST", f"/accounts/{quote(account_id, safe='')}/revoke")
 
     def create_spreadsheet(
-        self, owner: str, title: str = "Untitled spreadsheet", sheets: list[str] | None = None
+        self,
+        owner: str,
+        title: str = "Untitled spreadsheet",
+        sheets: list[str] | None = None,
+        *,
+        time_zone: str | None = None,
     ) -> tuple[str, dict[str, int]]:
         """Create a spreadsheet owned by ``owner``; returns (spreadsheet id, {title: gid}).
 
-        Without ``sheets`` it has one sheet, ``Sheet1`` with gid 0. Not counted in quotas.
+        Without ``sheets`` it has one sheet, ``Sheet1`` with gid 0. Without ``time_zone``
+        it has the emulator's default (:meth:`set_settings`). Not counted in quotas.
         """
         body: dict[str, Any] = {"owner": owner, "title": title}
         if sheets is not None:
             body["sheets"] = sheets
+        if time_zone is not None:
+            body["time_zone"] = time_zone
         resource = self._call("POST", "/spreadsheets", body)
         gids = {
             sheet["properties"]["title"]: sheet["properties"]["sheetId"]
@@ -61,6 +69,20 @@ class EmulatorAdmin:
         """The spreadsheet resource, plus its ``owner``."""
         result: dict[str, Any] = self._call("GET", f"/spreadsheets/{quote(spreadsheet_id)}")
         return result
+
+    def set_time_zone(self, spreadsheet_id: str, time_zone: str) -> None:
+        """Change the spreadsheet's ``properties.timeZone``, as its owner can in the UI."""
+        self.batch_update(
+            spreadsheet_id,
+            [
+                {
+                    "updateSpreadsheetProperties": {
+                        "properties": {"timeZone": time_zone},
+                        "fields": "timeZone",
+                    }
+                }
+            ],
+        )
 
     def delete_spreadsheet(self, spreadsheet_id: str) -> None:
         """Delete it: later API calls on it get 404."""
@@ -99,6 +121,20 @@ class EmulatorAdmin:
         """Insert ``end_index - start_index`` blank columns before column ``start_index``."""
         self._dimension("insertDimension", spreadsheet_id, gid, "COLUMNS", start_index, end_index)
 
+    def move_columns(
+        self, spreadsheet_id: str, gid: int, start_index: int, end_index: int, destination: int
+    ) -> None:
+        """Move columns ``start_index..end_index - 1`` before column ``destination`` (an
+        index counted before the move: to move A after C, say 3), as a person drags them."""
+        source = {
+            "sheetId": int(gid),
+            "dimension": "COLUMNS",
+            "startIndex": start_index,
+            "endIndex": end_index,
+        }
+        request = {"moveDimension": {"source": source, "destinationIndex": destination}}
+        self.batch_update(spreadsheet_id, [request])
+
     def sort_rows(
         self,
         spreadsheet_id: str,
@@ -134,6 +170,13 @@ class EmulatorAdmin:
         result: dict[str, Any] = self._call(
             "PUT", f"/spreadsheets/{quote(spreadsheet_id)}/values", body
         )
+        return result
+
+    def clear_values(self, spreadsheet_id: str, a1_range: str) -> dict[str, Any]:
+        """Empty ``a1_range`` (``Sheet1`` for a whole sheet) as a person selecting it and
+        pressing Delete (formats stay); returns the answer of the API's values.clear."""
+        path = f"/spreadsheets/{quote(spreadsheet_id)}/values:clear"
+        result: dict[str, Any] = self._call("POST", path, {"range": a1_range})
         return result
 
     def sheet_values(self, spreadsheet_id: str, gid: int) -> list[list[str]]:
@@ -246,12 +289,30 @@ class EmulatorAdmin:
         result: dict[str, Any] = self._call("PUT", "/quotas", changes)
         return result
 
+    def set_settings(
+        self, *, max_cells: int | None = None, time_zone: str | None = None
+    ) -> dict[str, Any]:
+        """Change the cell limit of every spreadsheet (Google's: 10,000,000) or the time
+        zone of new ones (``Etc/GMT``); returns both. :meth:`reset` restores them."""
+        changes: dict[str, Any] = {}
+        if max_cells is not None:
+            changes["max_cells"] = max_cells
+        if time_zone is not None:
+            changes["time_zone"] = time_zone
+        result: dict[str, Any] = self._call("PUT", "/settings", changes)
+        return result
+
+    def settings(self) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("GET", "/settings")
+        return result
+
     def quotas(self) -> dict[str, Any]:
         result: dict[str, Any] = self._call("GET", "/quotas")
         return result
 
     def reset(self) -> None:
-        """Forget everything: spreadsheets, accounts, stats, faults; quotas as started."""
+        """Forget everything: spreadsheets, accounts, stats, faults; quotas and settings
+        as started."""
         self._call("POST", "/reset")
 
     def _dimension(

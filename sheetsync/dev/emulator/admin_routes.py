@@ -2,9 +2,10 @@
 
 Admin requests need no token and never count toward quotas or stats, and faults do not
 apply to them. Errors use the same ``{"error": {"code", "message", "status"}}`` body as
-the Sheets API. ``POST spreadsheets/{id}/batchUpdate`` and ``PUT spreadsheets/{id}/values``
-change a sheet as a person in the Sheets UI would (the API's batchUpdate and
-values.update, with the same bodies, answers and 400s, but any owner).
+the Sheets API. ``POST spreadsheets/{id}/batchUpdate``, ``PUT spreadsheets/{id}/values``
+and ``POST spreadsheets/{id}/values:clear`` change a sheet as a person in the Sheets UI
+would (the API's batchUpdate, values.update and values.clear, with the same bodies,
+answers and 400s, but any owner).
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from sheetsync.dev.emulator.responses import (
     json_response,
 )
 from sheetsync.dev.emulator.sheets import Spreadsheet
-from sheetsync.dev.emulator.state import EmulatorState
-from sheetsync.dev.emulator.values import formatted_rows, update_values
+from sheetsync.dev.emulator.state import EmulatorState, check_time_zone
+from sheetsync.dev.emulator.values import clear_values, formatted_rows, update_values
 from sheetsync.errors import ConfigError
 
 PREFIX = "/_emulator"
@@ -118,7 +119,11 @@ async def create_spreadsheet(request: web.Request) -> web.Response:
     if title is not None and not isinstance(title, str):
         raise ApiError.invalid_argument("'title' must be a string")
     sheets = [{"title": sheet_title} for sheet_title in titles] if titles else None
+    time_zone = body.get("time_zone")
+    time_zone = None if time_zone is None else check_time_zone(time_zone)
     spreadsheet = _state(request).create_spreadsheet(owner, title, sheets)
+    if time_zone is not None:
+        spreadsheet.time_zone = time_zone
     return json_response(spreadsheet.resource(base_url(request)) | {"owner": owner})
 
 
@@ -150,6 +155,13 @@ async def write_values(request: web.Request) -> web.Response:
     range_text = _required_text(body, "range")
     input_option = body.get("valueInputOption", "USER_ENTERED")
     return json_response(update_values(spreadsheet, range_text, body, input_option))
+
+
+async def clear_values_route(request: web.Request) -> web.Response:
+    """``{"range"}``: the answer of the API's values.clear."""
+    spreadsheet = _spreadsheet(request)
+    body = json_body(await request.read())
+    return json_response(clear_values(spreadsheet, _required_text(body, "range")))
 
 
 async def sheet_view(request: web.Request) -> web.Response:
@@ -224,6 +236,19 @@ async def set_quotas(request: web.Request) -> web.Response:
     return json_response(state.quotas.limits.as_dict())
 
 
+async def get_settings(request: web.Request) -> web.Response:
+    return json_response(_state(request).settings())
+
+
+async def set_settings(request: web.Request) -> web.Response:
+    """``{"max_cells": N, "time_zone": "Europe/Paris"}`` (either): the cell limit of every
+    spreadsheet, the time zone of new ones."""
+    body = json_body(await request.read())
+    state = _state(request)
+    state.update_settings(body)
+    return json_response(state.settings())
+
+
 async def reset_all(request: web.Request) -> web.Response:
     _state(request).reset()
     return json_response({"reset": "all"})
@@ -244,6 +269,7 @@ def add_admin_routes(app: web.Application) -> None:
         web.delete("/spreadsheets/{spreadsheet_id}", delete_spreadsheet),
         web.post("/spreadsheets/{spreadsheet_id}/batchUpdate", edit_spreadsheet),
         web.put("/spreadsheets/{spreadsheet_id}/values", write_values),
+        web.post("/spreadsheets/{spreadsheet_id}/values:clear", clear_values_route),
         web.get("/spreadsheets/{spreadsheet_id}/sheets/{sheet_id}", sheet_view),
         web.get("/stats", stats),
         web.post("/stats/reset", reset_stats),
@@ -252,6 +278,8 @@ def add_admin_routes(app: web.Application) -> None:
         web.delete("/faults", clear_faults),
         web.get("/quotas", get_quotas),
         web.put("/quotas", set_quotas),
+        web.get("/settings", get_settings),
+        web.put("/settings", set_settings),
         web.post("/reset", reset_all),
     ]
     admin.add_routes(routes)

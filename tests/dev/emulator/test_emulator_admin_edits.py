@@ -92,3 +92,31 @@ def test_batch_update_answers_like_the_api_and_refuses_like_it(
     with pytest.raises(EmulatorAdminError) as missing:
         emulator_admin.sort_rows("no-such-spreadsheet", 0, 0)
     assert missing.value.status == 404
+
+
+def test_a_person_clears_a_sheet_and_its_formats_stay(
+    connect: Any, emulator_admin: EmulatorAdmin
+) -> None:
+    sheets = connect("owner")
+    spreadsheet_id, _ = emulator_admin.create_spreadsheet("owner")
+    date_column = {
+        "repeatCell": {
+            "range": {"sheetId": 0, "startColumnIndex": 0, "endColumnIndex": 1},
+            "cell": {
+                "userEnteredFormat": {"numberFormat": {"type": "DATE", "pattern": "yyyy-mm-dd"}}
+            },
+            "fields": "userEnteredFormat.numberFormat",
+        }
+    }
+    emulator_admin.batch_update(spreadsheet_id, [date_column])
+    emulator_admin.update_values(spreadsheet_id, "Sheet1!A1", [["Submitted at"], ["45352"]])
+
+    cleared = emulator_admin.clear_values(spreadsheet_id, "Sheet1")
+    emulator_admin.update_values(spreadsheet_id, "Sheet1!A2", [[45353]], value_input_option="RAW")
+
+    assert cleared == {"spreadsheetId": spreadsheet_id, "clearedRange": "Sheet1!A1:Z1000"}
+    assert emulator_admin.sheet_values(spreadsheet_id, 0) == [[], ["2024-03-02"]]
+    assert (
+        "values"
+        not in sheets.values().get(spreadsheetId=spreadsheet_id, range="Sheet1!1:1").execute()
+    )
