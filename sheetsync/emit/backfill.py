@@ -28,8 +28,9 @@ from datetime import datetime
 from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import Session
 
+from sheetsync import ledger
 from sheetsync.dispatch import QUEUE_SCHEDULED
-from sheetsync.emit.answers import push_recorded, record_backfill
+from sheetsync.emit.answers import Pushes, push_recorded, record_backfill
 from sheetsync.errors import BackfillStalled, NotFoundError
 from sheetsync.keys import BufferKey, check_id
 from sheetsync.models import SpreadSheet, Submission, SubmissionAnswer
@@ -124,7 +125,7 @@ def _fill_one_link(
             )
         progress.read += len(chunk)
         if pushes:
-            pacer.make_room({key for key, _ in pushes}, max(map(len, pushes.values())))
+            pacer.make_room(pushes)
             # Recorded ENQUEUED and committed: if this push is lost (Redis down, a crash
             # here), the reconciler pushes the ids later.
             push_recorded(pipeline, pushes)
@@ -176,7 +177,8 @@ def _next_chunk(
 
 class _Pacer:
     """Keeps at most ``SHEETSYNC_BACKFILL_AHEAD`` ids waiting per buffer, and counts
-    what the workers have drained (Redis only: the ledger is never counted)."""
+    what the workers have drained from the buffers' lengths (the ledger is never
+    counted; at the end, one id's row is read)."""
 
     def __init__(
         self, pipeline: Pipeline, progress: BackfillProgress, on_progress: OnProgress | None
@@ -186,23 +188,39 @@ class _Pacer:
         self.on_progress = on_progress
         #: Ids this backfill pushed to each buffer that may still be in it.
         self._waiting: dict[BufferKey, int] = {}
+        #: The last id pushed to each buffer.
+        self._last: dict[BufferKey, str] = {}
 
-    def make_room(self, keys: set[BufferKey], adding: int) -> None:
-        """Wait until every buffer in ``keys`` has room for ``adding`` more ids."""
+    def make_room(self, pushes: Pushes) -> None:
+        """Wait until every buffer ``pushes`` goes to has room for its ids."""
+        adding = max(map(len, pushes.values()))
         ahead = max(self.p.settings.backfill_ahead, adding)
-        self._wait_until(keys, lambda length: length + adding <= ahead)
-        for key in keys:
-            self._waiting[key] = self._waiting.get(key, 0) + adding
+        self._wait_until({key for key, _ in pushes}, lambda _key, length: length + adding <= ahead)
+        for (key, _), ids in pushes.items():
+            self._waiting[key] = self._waiting.get(key, 0) + len(ids)
+            self._last[key] = ids[-1]
 
     def drain(self) -> None:
-        """Wait until the buffers hold none of the ids this backfill pushed."""
-        self._wait_until(set(self._waiting), lambda length: length == 0)
+        """Wait until the workers settled every id this backfill pushed: the buffer is
+        empty, or the last id pushed is settled (a buffer is FIFO; live answers behind
+        it do not count)."""
+        self._wait_until(
+            set(self._waiting), lambda key, length: length == 0 or self._last_settled(key)
+        )
+        self._waiting = dict.fromkeys(self._waiting, 0)
+        self.progress.drained = self.progress.sent
+
+    def _last_settled(self, key: BufferKey) -> bool:
+        last = self._last[key]
+        with self.p.sessions() as session:
+            state = ledger.states(session, [last], key.spread_sheet_id, key.sheet_id).get(last)
+        return state in ledger.SETTLED
 
     def report(self) -> None:
         if self.on_progress is not None:
             self.on_progress(self.progress)
 
-    def _wait_until(self, keys: set[BufferKey], ready: Callable[[int], bool]) -> None:
+    def _wait_until(self, keys: set[BufferKey], ready: Callable[[BufferKey, int], bool]) -> None:
         stall_s = self.p.settings.backfill_stall_s
         moved_at = time.monotonic()
         last: dict[BufferKey, int] = {}
@@ -210,7 +228,7 @@ class _Pacer:
         while True:
             lengths = {key: self.p.store.buffer_length(key) for key in pending}
             self._count_drained(lengths)
-            pending = {key for key, length in lengths.items() if not ready(length)}
+            pending = {key for key, length in lengths.items() if not ready(key, length)}
             if not pending:
                 return
             if any(lengths[key] < last.get(key, lengths[key] + 1) for key in pending):
