@@ -64,8 +64,14 @@ def new_tab_header(batch: Batch) -> list[str]:
     return list(batch.header)
 
 
+#: Google refuses a tab title longer than this.
+TITLE_CHARS_MAX = 100
+
+
 def rolled_title(base: str, number: int) -> str:
-    return f"{base} ({number})"
+    """``"<base> (n)"``, the base cut so the whole stays a title Google takes."""
+    suffix = f" ({number})"
+    return base[: TITLE_CHARS_MAX - len(suffix)] + suffix
 
 
 class Tabs:
