@@ -31,7 +31,7 @@ from sqlalchemy.orm import Session
 from sheetsync import ledger
 from sheetsync.dispatch import QUEUE_SCHEDULED
 from sheetsync.emit.answers import Pushes, push_recorded, record_backfill
-from sheetsync.errors import BackfillStalled, NotFoundError
+from sheetsync.errors import BackfillStalled, NotFoundError, ValidationError
 from sheetsync.keys import BufferKey, check_id
 from sheetsync.models import SpreadSheet, Submission, SubmissionAnswer
 from sheetsync.pipeline import Pipeline, get_pipeline
@@ -88,6 +88,8 @@ def backfill(
     ``SHEETSYNC_BACKFILL_STALL_S`` (no workers?); run it again to resume.
     """
     check_id(form_id, "form id")
+    if since is not None and since.utcoffset() is None:
+        raise ValidationError("since must be an aware datetime (say its time zone)")
     pipeline = pipeline or get_pipeline()
     progress = BackfillProgress(links=_links_to_fill(pipeline, form_id, link_id))
     pacer = _Pacer(pipeline, progress, on_progress)

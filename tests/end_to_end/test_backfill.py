@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
+from datetime import datetime
 
 import pytest
 from sqlalchemy import select
@@ -14,7 +15,7 @@ from support.waiting import wait_until
 from sheetsync import backfill, emit_answer_submitted, emit_answers_submitted
 from sheetsync.dev.seed import DEFAULT_ANSWER_SPACING, DEFAULT_FIRST_SUBMITTED_AT
 from sheetsync.emit.backfill import BackfillProgress
-from sheetsync.errors import NotFoundError
+from sheetsync.errors import NotFoundError, ValidationError
 from sheetsync.models import SpreadSheet
 
 #: Existing answers of the backfilled form.
@@ -137,6 +138,8 @@ def test_backfill_names_what_does_not_exist(world):
         backfill("nope")
     with pytest.raises(NotFoundError, match="link 999 is not a link of form"):
         backfill(form.submission_id, link_id=999)
+    with pytest.raises(ValidationError, match="aware datetime"):
+        backfill(form.submission_id, since=datetime(2026, 1, 1))
 
 
 @pytest.mark.parametrize("db_url", ["postgres"], indirect=True)
