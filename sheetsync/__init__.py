@@ -6,6 +6,7 @@ The calls a web app makes::
     from sheetsync import emit_answers_submitted  # a bulk import
     from sheetsync import links_changed  # after changing a link's owner or a plan
     from sheetsync import check_settings  # once, when the web app starts
+    from sheetsync import backfill  # a form's existing answers to a newly linked sheet
 """
 
 from __future__ import annotations
@@ -20,13 +21,16 @@ if TYPE_CHECKING:
         emit_answers_submitted,
         links_changed,
     )
+    from sheetsync.emit.backfill import BackfillResult, backfill
     from sheetsync.emit.resend import ResendResult, resend_failed
     from sheetsync.recovery.replay import credential_reconnected
     from sheetsync.settings import check_settings
 
 __all__ = [
+    "BackfillResult",
     "EmitResult",
     "ResendResult",
+    "backfill",
     "check_settings",
     "credential_reconnected",
     "emit_answer_submitted",
@@ -37,6 +41,8 @@ __all__ = [
 
 #: Where each name lives; imported on first use, so `import sheetsync.crypto` stays light.
 _LAZY = {
+    "BackfillResult": "sheetsync.emit.backfill",
+    "backfill": "sheetsync.emit.backfill",
     "EmitResult": "sheetsync.emit.answers",
     "emit_answer_submitted": "sheetsync.emit.answers",
     "emit_answers_submitted": "sheetsync.emit.answers",

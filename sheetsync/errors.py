@@ -115,3 +115,13 @@ class WaitForIntent(SheetSyncError):  # noqa: N818 (reads as the condition it is
 
 class StaleRunError(SheetSyncError):
     """A flush run lost its lease or token to a newer run and must stop."""
+
+
+class BackfillStalled(SheetSyncError):  # noqa: N818 (reads as the condition it is)
+    """A backfill waited too long for the workers to drain a buffer. What it recorded is
+    safe (ENQUEUED, delivered later); running it again resumes."""
+
+
+class SheetFullError(PermanentError):
+    """Google refused a write because the spreadsheet reached its cell limit. Not the
+    rows' fault and not final: the flush rolls the link over to a new tab."""

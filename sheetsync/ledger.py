@@ -179,22 +179,30 @@ REFUSED_BY_OWNER_RULE = "its creator is not the form's owner"
 
 
 def claim_for_links(
-    session: Session, answer_ids: Sequence[str], allowed_link_ids: Sequence[int]
+    session: Session,
+    answer_ids: Sequence[str],
+    allowed_link_ids: Sequence[int],
+    *,
+    only_link_ids: Sequence[int] | None = None,
 ) -> list[tuple[str, str, int, TransactionType]]:
     """Record these answers for every link of their forms, in one statement that reads
     the links as they are now: ENQUEUED where the link may send (made by the form's
     owner, or one of ``allowed_link_ids``), VALIDATION_FAILED where it may not; only
     where the answer was never emitted to that sheet (no row, INIT, VALIDATION_FAILED).
 
+    ``only_link_ids`` narrows it to those links (a backfill to one link).
+
     Returns (answer id, spreadsheet id, gid, state) of each row it wrote.
     """
     if not answer_ids:
         return []
     dialect = session.get_bind().dialect.name
-    statement = _claim_statement(dialect, bool(allowed_link_ids))
+    statement = _claim_statement(dialect, bool(allowed_link_ids), only_link_ids is not None)
     parameters: dict[str, object] = {"answer_ids": list(answer_ids), "now": utcnow()}
     if allowed_link_ids:
         parameters["allowed_link_ids"] = list(allowed_link_ids)
+    if only_link_ids is not None:
+        parameters["only_link_ids"] = list(only_link_ids)
     return [
         (str(answer_id), str(spreadsheet), int(gid), TransactionType(state))
         for answer_id, spreadsheet, gid, state in session.execute(statement, parameters)
@@ -202,7 +210,7 @@ def claim_for_links(
 
 
 @functools.cache
-def _claim_statement(dialect: str, with_allowed_links: bool) -> Any:
+def _claim_statement(dialect: str, with_allowed_links: bool, with_only_links: bool) -> Any:
     """The claim, built once per dialect and shape: building it costs more than running
     it on a warm connection (it runs inside the web app's request)."""
     answer, link, form, tx = SubmissionAnswer, SpreadSheet, Submission, SheetTransaction
@@ -228,6 +236,8 @@ def _claim_statement(dialect: str, with_allowed_links: bool) -> Any:
         .join(form, form.id == answer.submission_id)
         .where(answer.id.in_(bindparam("answer_ids", expanding=True)))
     )
+    if with_only_links:
+        rows = rows.where(link.id.in_(bindparam("only_link_ids", expanding=True)))
     insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
     # The Table, not the mapped class: run with a parameter dict, an ORM insert would
     # be taken for a bulk insert of that dict.

@@ -92,8 +92,8 @@ class LinkGone(SheetSyncError):  # noqa: N818 (reads as the condition it is)
     successor: tuple[BufferKey, str] | None
 
 
-def check(session: Session, key: BufferKey) -> None:
-    """Return if the buffer's link exists and may send; raise :class:`LinkGone` if not."""
+def check(session: Session, key: BufferKey) -> SpreadSheet:
+    """The buffer's link, if it exists and may send; raise :class:`LinkGone` if not."""
     found = session.execute(
         select(SpreadSheet, Submission, User.plan)
         .join(Submission, Submission.id == SpreadSheet.submission_id)
@@ -122,6 +122,7 @@ def check(session: Session, key: BufferKey) -> None:
             reason=LINK_REMOVED,
             successor=(successor, queue_for_plan(plan)),
         )
+    return link
 
 
 def queue_of(session: Session, user_id: str) -> str:

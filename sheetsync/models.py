@@ -157,6 +157,9 @@ class DeadLetterReason(enum.StrEnum):
     UNEXPECTED = "UNEXPECTED"
     #: The sheet is gone or forbidden: FAILED, replayed only by hand.
     PERMANENT = "PERMANENT"
+    #: The spreadsheet reached Google's cell limit and no new tab fits: retried in an
+    #: hour (once the owner frees cells), never FAILED.
+    SHEET_FULL = "SHEET_FULL"
 
 
 class DeadLetterStatus(enum.StrEnum):
@@ -275,6 +278,15 @@ class SpreadSheet(Base):
     #: The tab's gid.
     sheet_id: Mapped[int] = mapped_column(BigInteger)
     create_user_id: Mapped[str] = mapped_column(ForeignKey("users.id"), index=True)
+    #: The tab answers go to now: 1 is the linked tab itself, 2 its first roll-over
+    #: "<title> (2)", ... (docs/ARCHITECTURE.md, "Full sheets roll over").
+    tab_number: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
+    #: The gid of that tab (None: the linked tab, ``sheet_id``).
+    tab_sheet_id: Mapped[int | None] = mapped_column(BigInteger)
+    #: The cells sheetsync has written to that tab (rows x the header's width).
+    tab_cells: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    #: When the operator was told the link's tab passed the alert share of its limit.
+    cells_alerted_at: Mapped[datetime | None] = mapped_column()
 
     submission: Mapped[Submission] = relationship(back_populates="spread_sheets")
     create_user: Mapped[User] = relationship()
@@ -387,6 +399,8 @@ class SheetIntent(Base):
     answer_ids: Mapped[list[str]] = mapped_column(JsonTextType)
     #: The sheet's last known row before the append (None: unknown).
     after_row: Mapped[int | None] = mapped_column(BigInteger)
+    #: The gid of the tab the append went to (None: the link's own tab, ``sheet_id``).
+    tab_sheet_id: Mapped[int | None] = mapped_column(BigInteger)
     #: Redis time (ms) after which this append can no longer land; 0 once Google
     #: answered it (nothing in flight, though it may have applied).
     deadline_ms: Mapped[int] = mapped_column(BigInteger)

@@ -112,6 +112,24 @@ class Settings(BaseSettings):
     #: The Redis broker's visibility timeout; no countdown may exceed it.
     visibility_timeout_s: float = Field(3_600.0, gt=0)
 
+    #: Backfill (``sheetsync backfill``): answers read and recorded per short
+    #: transaction (a keyset-paginated chunk, so no table stays locked)...
+    backfill_chunk: int = Field(1000, ge=1, le=20_000)
+    #: ...and how many ids may wait in a link's buffer before the next chunk waits for
+    #: the workers to drain it (the backfill takes one buffer's share, never a queue).
+    backfill_ahead: int = Field(10_000, ge=1)
+    #: A backfill gives up (resumably) when a buffer has not drained for this long.
+    backfill_stall_s: float = Field(600.0, gt=0)
+
+    #: Cells one tab of a link may hold (rows x the header's width, as sheetsync
+    #: writes them) before its answers roll over to a new tab "<title> (2)". Google's
+    #: limit, 10,000,000, is per spreadsheet across every tab, so the default leaves
+    #: room for the link's tab and one roll-over; past Google's own limit, answers
+    #: wait in a dead letter (docs/ARCHITECTURE.md, "Full sheets roll over").
+    tab_cell_limit: int = Field(5_000_000, ge=10)
+    #: The share of the tab's limit at which the operator is alerted (once per link).
+    tab_cell_alert_ratio: float = Field(0.8, gt=0, le=1)
+
     timezone: str = "UTC"
     header_answer_id: str = "Answer ID"
     header_submitter: str = "Submitter"

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import typer
 from typer.main import get_command
 
-from sheetsync.cli import admin, dlq, health, resend
+from sheetsync.cli import admin, backfill, dlq, health, resend
 from sheetsync.cli.helpformat import HelpCommand, new_app
 from sheetsync.cli.output import (
     ABORTS,
@@ -41,6 +41,7 @@ app = new_app("Stream form answers into Google Sheets: operate buffers, dead let
 app.command("status", cls=HelpCommand)(status)
 app.command("health", cls=HelpCommand)(health.health)
 app.command("resend", cls=HelpCommand)(resend.resend)
+app.command("backfill", cls=HelpCommand)(backfill.backfill)
 app.add_typer(dlq.app, name="dlq")
 app.add_typer(admin.db_app, name="db")
 app.add_typer(admin.credentials_app, name="credentials")

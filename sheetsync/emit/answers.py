@@ -15,10 +15,11 @@ answers of an owner whose credential is broken, without calling Google.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from sqlalchemy import event, select, update
@@ -119,6 +120,28 @@ def emit_answers_submitted(
     return _results(forms, recorded, pushed=pushed)
 
 
+def record_backfill(
+    session: Session,
+    form_id: str,
+    answer_ids: Sequence[str],
+    pipeline: Pipeline,
+    *,
+    only_link_ids: Sequence[int] | None,
+    queue: str,
+) -> Pushes:
+    """Record existing answers of one form ENQUEUED for its links (or ``only_link_ids``)
+    where they never were, exactly as an emit does, and return the pushes to make after
+    the caller's transaction commits, each on ``queue`` (:mod:`sheetsync.emit.backfill`)."""
+    forms: dict[str, str | None] = {check_id(a, "answer id"): form_id for a in answer_ids}
+    recorded = _record(session, forms, pipeline, only_link_ids=only_link_ids, queue=queue)
+    return dict(recorded.pushes)
+
+
+def push_recorded(pipeline: Pipeline, pushes: Pushes) -> bool:
+    """Push what :func:`record_backfill` recorded, once its transaction committed."""
+    return _push_now(pipeline, pushes)
+
+
 def _forms_given(answers: Iterable[str | SubmissionAnswer]) -> dict[str, str | None]:
     """Answer id -> its form when the caller gave the object, else None (validated)."""
     forms: dict[str, str | None] = {}
@@ -130,7 +153,14 @@ def _forms_given(answers: Iterable[str | SubmissionAnswer]) -> dict[str, str | N
     return forms
 
 
-def _record(session: Session, forms: dict[str, str | None], pipeline: Pipeline) -> _Recorded:
+def _record(
+    session: Session,
+    forms: dict[str, str | None],
+    pipeline: Pipeline,
+    *,
+    only_link_ids: Sequence[int] | None = None,
+    queue: str | None = None,
+) -> _Recorded:
     unknown = [answer_id for answer_id, form in forms.items() if form is None]
     if unknown:
         found = dict(
@@ -151,10 +181,13 @@ def _record(session: Session, forms: dict[str, str | None], pipeline: Pipeline) 
     answer_ids = list(forms)
     for start in range(0, len(answer_ids), BATCH_CHUNK):
         chunk = answer_ids[start : start + BATCH_CHUNK]
-        for answer_id, spreadsheet, gid, state in ledger.claim_for_links(session, chunk, allowed):
+        claimed = ledger.claim_for_links(session, chunk, allowed, only_link_ids=only_link_ids)
+        for answer_id, spreadsheet, gid, state in claimed:
             form_id = forms[answer_id]
             assert form_id is not None
             route = _route_for(session, cache, routes, form_id, (spreadsheet, gid))
+            if route is not None and queue is not None:
+                route = dataclasses.replace(route, queue=queue)
             _take(session, pipeline, recorded, answer_id, route, state, (spreadsheet, gid))
     order = {answer_id: n for n, answer_id in enumerate(forms)}
     for ids in recorded.pushes.values():

@@ -75,7 +75,12 @@ class Batch:
             if used > budget and keep > 0:
                 break
             keep += 1
-        if keep == len(self.rows):
+        return self.keep_rows(keep)
+
+    def keep_rows(self, keep: int) -> Batch:
+        """The first ``keep`` rows (and the head of the list up to them); ids after the
+        cut stay in the list for the next batch."""
+        if keep >= len(self.rows):
             return self
         end = self.positions[keep]
         consumed = self.consumed[:end]

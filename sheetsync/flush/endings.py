@@ -25,6 +25,7 @@ from sheetsync.errors import (
     HoldForBatch,
     PermanentError,
     RateLimited,
+    SheetFullError,
     SheetSyncError,
     StaleRunError,
     TransientError,
@@ -124,6 +125,29 @@ def permanent(run: FlushRun, exc: PermanentError) -> Outcome:
     return run.finish()
 
 
+def sheet_full(run: FlushRun, exc: SheetFullError) -> Outcome:
+    """Google refused an append (or a new tab) for the spreadsheet's cell limit: roll
+    over to a new tab sized to our columns, and run again at once. When even that is
+    refused, the buffer waits in a SHEET_FULL dead letter (retried hourly): an answer
+    never fails because a sheet is full (docs/ARCHITECTURE.md, "Full sheets roll over")."""
+    tabs = run.tabs if run.has_tabs else None
+    if tabs is not None and tabs.header is not None and not tabs.fresh():
+        try:
+            tabs.roll_over()
+        except SheetFullError as refused:
+            exc = refused
+        except Exception as other:
+            return end_with(run, other)
+        else:
+            return run.finish(countdown_s=0)
+    _park_buffer(
+        run,
+        DeadLetterReason.SHEET_FULL,
+        f"{exc}; free cells in the spreadsheet (or link another one), then replay",
+    )
+    return run.finish()
+
+
 def retry(run: FlushRun, exc: Exception) -> Outcome:
     """Retry with backoff; after RETRY_MAX failures in a row, a dead letter (with an
     alert) whose reason says what kept failing."""
@@ -208,6 +232,7 @@ FAILURE_OUTCOMES: tuple[tuple[type[Exception], Callable[[FlushRun, Any], Outcome
     (CredentialError, park_credential),
     (ConfigError, retry),
     (CryptoError, park_credential),
+    (SheetFullError, sheet_full),
     (PermanentError, permanent),
     (TransientError, retry),
     (OperationalError, retry),

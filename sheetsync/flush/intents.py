@@ -35,9 +35,11 @@ def record(
     lease: Lease,
     answer_ids: Sequence[str],
     after_row: int | None,
+    tab_sheet_id: int | None = None,
 ) -> int:
-    """Add the intent of an append that must end before ``lease.until_ms``; the caller
-    commits before sending the append. Returns its id."""
+    """Add the intent of an append to tab ``tab_sheet_id`` (the link's own when None)
+    that must end before ``lease.until_ms``; the caller commits before sending the
+    append. Returns its id."""
     intent = SheetIntent(
         user_id=key.user_id,
         submission_id=key.submission_id,
@@ -47,6 +49,7 @@ def record(
         epoch=int(lease.epoch),
         answer_ids=list(answer_ids),
         after_row=after_row,
+        tab_sheet_id=tab_sheet_id,
         deadline_ms=lease.until_ms,
     )
     session.add(intent)

@@ -23,6 +23,7 @@ from sheetsync.flush import intents
 from sheetsync.flush.batches import Batch, BatchBuilder
 from sheetsync.flush.endings import end_with
 from sheetsync.flush.outcomes import Outcome, Tally
+from sheetsync.flush.rollover import Tab, Tabs, tab_of
 from sheetsync.flush.writer import SheetWriter, fenced, request_deadline
 from sheetsync.keys import BufferKey, token_buffer
 from sheetsync.models import CredentialStatus, GoogleCredential, TransactionType
@@ -73,6 +74,7 @@ class FlushRun:
         self.lease = lease
         self.tally = Tally()
         self._writer: SheetWriter | None = None
+        self._tabs: Tabs | None = None
         self._google_account = ""
         #: The credential's ``updated_at`` as this run read it: a reconnect changes it,
         #: and marking the credential INVALID is a compare-and-set on it.
@@ -82,6 +84,15 @@ class FlushRun:
     def writer(self) -> SheetWriter:
         assert self._writer is not None
         return self._writer
+
+    @property
+    def tabs(self) -> Tabs:
+        assert self._tabs is not None
+        return self._tabs
+
+    @property
+    def has_tabs(self) -> bool:
+        return self._tabs is not None
 
     @property
     def title_from_cache(self) -> bool:
@@ -139,11 +150,11 @@ class FlushRun:
 
     def prepare(self) -> None:
         with self.p.sessions() as session:
-            links.check(session, self.key)
-        self._open_client()
+            tab = tab_of(links.check(session, self.key))
+        self._open_client(tab)
         self._resolve_intents()
 
-    def _open_client(self) -> None:
+    def _open_client(self, tab: Tab) -> None:
         with self.p.sessions() as session:
             credential = session.get(GoogleCredential, self.key.user_id)
             if credential is None:
@@ -167,6 +178,8 @@ class FlushRun:
             ),
         )
         self._writer = SheetWriter(self.p, self.key, client, self.tally, self.renew)
+        self._tabs = Tabs(self.p, self.key, client, self.tally, self.renew, tab)
+        self._writer.tab_gid = self._tabs.tab.gid
 
     def _resolve_intents(self) -> None:
         """Intents left open by an earlier run: whatever of them is in the sheet is
@@ -185,8 +198,8 @@ class FlushRun:
                     "an earlier append may still land",
                     retry_after_s=(intent.deadline_ms + settle_ms - now_ms) / 1000,
                 )
-        title = self.writer.title()
         for intent in pending:
+            title = self._title_of_tab(intent.tab_sheet_id)
             column = self._id_column(title, intent.after_row, set(intent.answer_ids))
             in_sheet = {row[0] for row in column if row}
             landed = [answer_id for answer_id in intent.answer_ids if answer_id in in_sheet]
@@ -206,6 +219,16 @@ class FlushRun:
                 )
                 intents.resolve(session, intent.id)
         self.trim(0, "-")  # the sheet's end is re-learned from the next append
+
+    def _title_of_tab(self, gid: int | None) -> str:
+        """The title of the tab an intent's append went to (it may not be the active
+        one: the link rolled over since)."""
+        if gid is None or gid == self.writer.tab_gid:
+            return self.writer.title()
+        self.renew()
+        title = self.writer.client.sheet_title(self.key.spread_sheet_id, gid)
+        self.tally.requests.append("spreadsheets.get")
+        return title
 
     def _id_column(self, title: str, after_row: int | None, ids: set[str]) -> list[list[str]]:
         """The id column below ``after_row``; the whole column when that window does not
@@ -299,6 +322,10 @@ class FlushRun:
         title = writer.title()
         header_needed = writer.header_needed(title)
         batch = batch.cut(self.p.settings.request_bytes_max, header=header_needed)
+        batch, header_needed = self.tabs.fit(batch, header_needed)
+        if writer.tab_gid != self.tabs.tab.gid:  # rolled over
+            writer.tab_gid = self.tabs.tab.gid
+            title = writer.title()
         cache = self.p.store.sheet_cache(self.key)
         intent_id, appended = writer.append(
             title,
@@ -311,7 +338,12 @@ class FlushRun:
         if appended.landed and last_row is None:
             last_row = "-"  # landed, but Google's reply did not say where
         return self.settle(
-            batch, appended.landed, appended.refused, last_row=last_row, intent_id=intent_id
+            batch,
+            appended.landed,
+            appended.refused,
+            last_row=last_row,
+            intent_id=intent_id,
+            header_written=header_needed and bool(appended.landed),
         )
 
     def settle(
@@ -322,11 +354,15 @@ class FlushRun:
         *,
         last_row: int | str | None,
         intent_id: int | None,
+        header_written: bool = False,
     ) -> tuple[int, float]:
-        """Record the batch and drop its intent in one transaction, then trim the list.
-        Returns the ids left and the oldest one's age (s)."""
+        """Record the batch (and the cells it took in the tab) and drop its intent in one
+        transaction, then trim the list. Returns the ids left and the oldest one's age."""
         failed = {**batch.failed, **refused}
+        alert: str | None = None
         with self.p.sessions.begin() as session:
+            if landed:
+                alert = self.tabs.count(session, len(landed), len(batch.header), header_written)
             ledger.record(
                 session,
                 landed,
@@ -339,6 +375,8 @@ class FlushRun:
             )
             if intent_id is not None:
                 intents.resolve(session, intent_id)
+        if alert is not None:
+            self.tabs.alert(alert)
         self.tally.appended += len(landed)
         self.tally.failed += len(failed)
         return self.trim(len(batch.consumed), last_row)

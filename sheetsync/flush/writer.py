@@ -61,6 +61,8 @@ class SheetWriter:
         self.tally = tally
         self._renew = renew
         self.title_from_cache = False
+        #: The gid of the tab appends go to (the link's active tab: flush/rollover.py).
+        self.tab_gid = key.sheet_id
 
     @property
     def store(self) -> BufferStore:
@@ -72,7 +74,7 @@ class SheetWriter:
             self.title_from_cache = True
             return cache.title
         self._renew()
-        title = self.client.sheet_title(self.key.spread_sheet_id, self.key.sheet_id)
+        title = self.client.sheet_title(self.key.spread_sheet_id, self.tab_gid)
         self.tally.requests.append("spreadsheets.get")
         self.store.remember_sheet(self.key, title=title)
         return title
@@ -105,7 +107,7 @@ class SheetWriter:
         """
         lease = self._renew()
         with self.p.sessions.begin() as session:
-            intent_id = intents.record(session, self.key, lease, ids, after_row)
+            intent_id = intents.record(session, self.key, lease, ids, after_row, self.tab_gid)
         self._check_time_left()
         appended = Appended()
         try:

@@ -38,6 +38,7 @@ from sheetsync.errors import (
     ContentRefusedError,
     CredentialError,
     PermanentError,
+    SheetFullError,
     SheetsError,
     TransientError,
 )
@@ -218,6 +219,42 @@ class SheetsClient:
             return AppendResult(updated, None, None)
         return AppendResult(updated, first, last)
 
+    def add_sheet_with_rows(
+        self,
+        spreadsheet_id: str,
+        title: str,
+        *,
+        sheet_id: int,
+        rows: Sequence[Sequence[str]],
+    ) -> int:
+        """Add a tab sized to ``rows`` exactly and holding them as text, in one
+        ``batchUpdate`` (Google applies it whole or not at all). Returns its gid."""
+        width = max((len(row) for row in rows), default=1)
+        cells = [
+            {"values": [{"userEnteredValue": {"stringValue": str(cell)}} for cell in row]}
+            for row in rows
+        ]
+        body = {
+            "requests": [
+                {
+                    "addSheet": {
+                        "properties": {
+                            "sheetId": sheet_id,
+                            "title": title,
+                            "gridProperties": {"rowCount": max(len(rows), 1), "columnCount": width},
+                        }
+                    }
+                },
+                {"appendCells": {"sheetId": sheet_id, "rows": cells, "fields": "userEnteredValue"}},
+            ]
+        }
+        request = self._sheets.batchUpdate(spreadsheetId=spreadsheet_id, body=body)
+        reply = self._execute(request, write=True)
+        try:
+            return int(reply["replies"][0]["addSheet"]["properties"]["sheetId"])
+        except (KeyError, IndexError, TypeError, ValueError):
+            return sheet_id
+
     def create_spreadsheet(self, title: str, sheet_titles: Sequence[str]) -> dict[str, Any]:
         """Create a spreadsheet with the given sheets (one write); returns the resource."""
         body = {
@@ -283,6 +320,9 @@ _STATUS = re.compile(r"[A-Z]+(?:_[A-Z]+){0,3}")
 _CODE = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 #: How Google's 400s for the values of a write begin (the sheet itself is fine).
 _CONTENT_REFUSALS = ("Invalid values[", "Your input contains more than the maximum")
+#: Google's 400 for a write past the spreadsheet's cell limit (a batchUpdate puts
+#: "Invalid requests[0].addSheet: " in front).
+_CELL_LIMIT = "This action would increase the number of cells in the workbook above the limit"
 #: What the operator reads when Google refuses a refresh token, by OAuth error code.
 _GRANT_REFUSED = {
     "invalid_grant": "Google refused the owner's refresh token (revoked or expired)",
@@ -324,6 +364,8 @@ def _from_http_error(exc: HttpError, *, write: bool) -> SheetsError:
         )
     if status == 401:
         return CredentialError(f"{head}: Google refused the access token", **fields)
+    if status == 400 and write and _CELL_LIMIT in answer.message:
+        return SheetFullError(f"{head}: the spreadsheet is at Google's cell limit", **fields)
     if status == 400 and write and answer.message.startswith(_CONTENT_REFUSALS):
         return ContentRefusedError(f"{head}: Google refused the values of a row", **fields)
     if status == 400 and answer.message.startswith("Unable to parse range"):
