@@ -175,7 +175,7 @@ def bench_reconcile(rows: int, links: int, database_url: str) -> None:
         wall = time.perf_counter() - start
         redis_s = redis_usec(client) / 1e6
         print(
-            f"  {label}: a pass takes {wall:.2f} s, of which Redis {redis_s * 1000:.0f} ms "
+            f"  {label}: a pass takes {wall:.2f} s, of which Redis {redis_s * 1000:.2f} ms "
             f"(goal <= 1 s); re-pushed {report.answers} ids to {report.buffers} buffer(s)"
         )
         assert report.answers == lose, report
