@@ -112,7 +112,10 @@ class Settings(BaseSettings):
     #: The Redis broker's visibility timeout; no countdown may exceed it.
     visibility_timeout_s: float = Field(3_600.0, gt=0)
 
+    #: The time zone of "Submitted at" and DATE cells for a spreadsheet whose own time
+    #: zone is unknown; with FORCE_TIMEZONE, for every spreadsheet.
     timezone: str = "UTC"
+    force_timezone: bool = False
     header_answer_id: str = "Answer ID"
     header_submitter: str = "Submitter"
     header_submitted_at: str = "Submitted at"

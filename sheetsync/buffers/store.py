@@ -70,10 +70,12 @@ class Arrivals:
 @dataclass(frozen=True, slots=True)
 class SheetCache:
     title: str | None
-    #: True: row 1 holds a header. False: row 1 was read empty, so our next append
-    #: brings the header. None: not read yet.
+    #: True: row 1 was checked against the link's column map and matches it. None (or
+    #: False): the next batch checks row 1 first.
     header_ok: bool | None
     last_row: int | None
+    #: The spreadsheet's own time zone, read with the title ("" if it has none).
+    time_zone: str | None = None
 
 
 def _text(value: bytes | str | None) -> str | None:
@@ -304,12 +306,15 @@ class BufferStore:
     # -- sheet cache --------------------------------------------------------------------
 
     def sheet_cache(self, key: BufferKey) -> SheetCache:
-        title, header_ok, last_row = self.redis.hmget(key.sheet, "title", "header_ok", "last_row")
+        title, header_ok, last_row, time_zone = self.redis.hmget(
+            key.sheet, "title", "header_ok", "last_row", "time_zone"
+        )
         last = _text(last_row)
         return SheetCache(
             title=_text(title),
             header_ok=None if header_ok is None else _text(header_ok) == "1",
             last_row=int(last) if last else None,
+            time_zone=_text(time_zone),
         )
 
     def remember_sheet(self, key: BufferKey, **fields: str | int) -> None:

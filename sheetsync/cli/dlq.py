@@ -35,7 +35,14 @@ DEFAULT_LIST_LIMIT = 100
 #: DeadLetterStatus and DeadLetterReason names, spelled out here so that building the
 #: command line does not import the models (a test keeps them in step).
 STATUSES = ("PENDING", "REPLAYING", "DONE", "FAILED", "PURGED")
-REASONS = ("CREDENTIAL", "TRANSIENT_EXHAUSTED", "CONFIGURATION", "UNEXPECTED", "PERMANENT")
+REASONS = (
+    "CREDENTIAL",
+    "TRANSIENT_EXHAUSTED",
+    "CONFIGURATION",
+    "UNEXPECTED",
+    "PERMANENT",
+    "PAUSED",
+)
 
 app = new_app("Dead letters: answer ids that could not reach their sheet.")
 

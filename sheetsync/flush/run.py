@@ -19,10 +19,11 @@ from datetime import datetime
 from sheetsync import crypto, ledger, links
 from sheetsync.buffers.store import Lease
 from sheetsync.errors import CredentialError, HoldForBatch, RateLimited, WaitForIntent
-from sheetsync.flush import intents
+from sheetsync.flush import header, intents
 from sheetsync.flush.batches import Batch, BatchBuilder
 from sheetsync.flush.endings import end_with
 from sheetsync.flush.outcomes import Outcome, Tally
+from sheetsync.flush.typed import link_zone
 from sheetsync.flush.writer import SheetWriter, fenced, request_deadline
 from sheetsync.keys import BufferKey, token_buffer
 from sheetsync.models import CredentialStatus, GoogleCredential, TransactionType
@@ -73,6 +74,7 @@ class FlushRun:
         self.lease = lease
         self.tally = Tally()
         self._writer: SheetWriter | None = None
+        self._batches = BatchBuilder(pipeline.settings, key)
         self._google_account = ""
         #: The credential's ``updated_at`` as this run read it: a reconnect changes it,
         #: and marking the credential INVALID is a compare-and-set on it.
@@ -212,8 +214,6 @@ class FlushRun:
         self.renew()
         column = self.writer.client.read_values(self.key.spread_sheet_id, f"{quoted}!A:A")
         self.tally.requests.append("values.get")
-        if column and column[0] and column[0][0] == self.p.settings.header_answer_id:
-            self.p.store.remember_sheet(self.key, header_ok=1)
         return column
 
     # -- one batch: build, write, settle --------------------------------------------------
@@ -235,7 +235,11 @@ class FlushRun:
             return None
         with self.p.sessions() as session:
             links.check(session, self.key)  # removed since the run started: write nothing
-            return BatchBuilder(self.p.settings, self.key).build(session, ids)
+            form = self._batches.layout(session)
+        layout = header.columns_for_batch(self.writer, form)
+        zone = link_zone(self.p.settings, self.writer.sheet()[1])
+        with self.p.sessions() as session:
+            return self._batches.build(session, ids, layout=layout, zone=zone)
 
     def _hold_for_a_fuller_batch(self) -> None:
         """While a burst is still arriving and the batch will not be full soon, look
@@ -287,12 +291,11 @@ class FlushRun:
             return self.settle(batch, [], {}, last_row=None, intent_id=None)
         writer = self.writer
         title = writer.title()
-        header_needed = writer.header_needed(title)
-        batch = batch.cut(self.p.settings.request_bytes_max, header=header_needed)
+        batch = batch.cut(self.p.settings.request_bytes_max, header=False)
         cache = self.p.store.sheet_cache(self.key)
         intent_id, appended = writer.append(
             title,
-            batch.header if header_needed else None,
+            None,  # row 1 was written by the header check (flush/header.py)
             batch.rows,
             batch.appended_ids,
             after_row=cache.last_row,

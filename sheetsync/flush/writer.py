@@ -17,6 +17,7 @@ from sheetsync.buffers.store import BufferStore, Lease
 from sheetsync.errors import ContentRefusedError, StaleRunError, TransientError
 from sheetsync.flush import intents
 from sheetsync.flush.outcomes import Tally
+from sheetsync.flush.typed import Cell
 from sheetsync.keys import BufferKey
 from sheetsync.pipeline import Pipeline
 from sheetsync.sheets.client import SheetsClient, quote_title
@@ -66,34 +67,31 @@ class SheetWriter:
     def store(self) -> BufferStore:
         return self.p.store
 
-    def title(self) -> str:
-        cache = self.store.sheet_cache(self.key)
-        if cache.title is not None:
-            self.title_from_cache = True
-            return cache.title
-        self._renew()
-        title = self.client.sheet_title(self.key.spread_sheet_id, self.key.sheet_id)
-        self.tally.requests.append("spreadsheets.get")
-        self.store.remember_sheet(self.key, title=title)
-        return title
+    def renew(self) -> Lease:
+        """Renew the run's lease before a Sheets request (fenced: StaleRunError)."""
+        return self._renew()
 
-    def header_needed(self, title: str) -> bool:
-        """Whether row 1 is empty, so the next append must bring the header (read once)."""
+    def title(self) -> str:
+        return self.sheet()[0]
+
+    def sheet(self) -> tuple[str, str]:
+        """The tab's title and the spreadsheet's time zone ("" if it has none), read
+        together once and cached."""
         cache = self.store.sheet_cache(self.key)
-        if cache.header_ok is not None:
-            return not cache.header_ok
+        if cache.title is not None and cache.time_zone is not None:
+            self.title_from_cache = True
+            return cache.title, cache.time_zone
         self._renew()
-        first_row = self.client.read_values(self.key.spread_sheet_id, f"{quote_title(title)}!1:1")
-        self.tally.requests.append("values.get")
-        # Remembered either way, so a rate-limited append does not read row 1 again.
-        self.store.remember_sheet(self.key, header_ok=1 if first_row else 0)
-        return not first_row
+        title, time_zone = self.client.sheet_info(self.key.spread_sheet_id, self.key.sheet_id)
+        self.tally.requests.append("spreadsheets.get")
+        self.store.remember_sheet(self.key, title=title, time_zone=time_zone or "")
+        return title, time_zone or ""
 
     def append(
         self,
         title: str,
         header: Sequence[str] | None,
-        rows: Sequence[list[str]],
+        rows: Sequence[list[Cell]],
         ids: Sequence[str],
         *,
         after_row: int | None,
@@ -127,7 +125,7 @@ class SheetWriter:
         self,
         title: str,
         header: Sequence[str] | None,
-        rows: list[list[str]],
+        rows: list[list[Cell]],
         ids: list[str],
         intent_id: int,
         appended: Appended,
@@ -148,10 +146,13 @@ class SheetWriter:
                 self._check_time_left()
             first = False
             bringing_header = header is not None and not appended.landed
-            body = ([list(header)] if header is not None and bringing_header else []) + part_rows
+            head: list[list[Cell]] = [list(header)] if header and bringing_header else []
             try:
+                # Column A only: Google's table detection then finds the table by the
+                # answer ids, so it starts at A whatever a person typed in row 1 or to
+                # the right of the data, and every cell stays under its column.
                 result = self.client.append_rows(
-                    self.key.spread_sheet_id, f"{quote_title(title)}!A1", body
+                    self.key.spread_sheet_id, f"{quote_title(title)}!A:A", head + part_rows
                 )
             except ContentRefusedError:
                 self.tally.requests.append("values.append (refused)")
