@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from sheetsync.errors import CryptoError, MissingKeyError, ValidationError
 from sheetsync.flush.hydrate import fetch_answers
-from sheetsync.flush.rows import FormLayout, RowBuilder, header_row, load_layout
+from sheetsync.flush.rows import FormLayout, RowBuilder, load_layout
 from sheetsync.flush.typed import Cell
 from sheetsync.keys import BufferKey
 from sheetsync.ledger import SETTLED
@@ -54,7 +54,6 @@ class Batch:
     """
 
     consumed: list[str]
-    header: list[str]
     rows: list[list[Cell]] = field(default_factory=list)
     appended_ids: list[str] = field(default_factory=list)
     positions: list[int] = field(default_factory=list)
@@ -66,13 +65,13 @@ class Batch:
             grouped[reason].append(answer_id)
         return dict(grouped)
 
-    def cut(self, max_bytes: int, *, header: bool) -> Batch:
+    def cut(self, max_bytes: int) -> Batch:
         """The longest prefix whose request stays under ``max_bytes`` (at least one row).
 
         The cut is between rows, never inside one; ids after the cut stay in the list.
         """
         # 2% and 200 bytes of room for the envelope and escapes the estimate leaves out.
-        budget = int(max_bytes * 0.98) - 200 - (estimate_bytes(self.header) if header else 0)
+        budget = int(max_bytes * 0.98) - 200
         used, keep = 0, 0
         for row in self.rows:
             used += estimate_bytes(row)
@@ -137,7 +136,7 @@ class BatchBuilder:
         states = ledger_states(session, ids, self.key.spread_sheet_id, self.key.sheet_id)
         wanted = [i for i in dict.fromkeys(ids) if states.get(i) not in skip]
         answers = fetch_answers(session, wanted) if wanted else {}
-        batch = Batch(consumed=list(ids), header=header_row(layout, self.settings))
+        batch = Batch(consumed=list(ids))
         seen: set[str] = set()
         for position, answer_id in enumerate(ids):
             if answer_id in seen or states.get(answer_id) in skip:

@@ -108,8 +108,15 @@ def link_of(session: Session, key: BufferKey) -> SpreadSheet:
 
 def sync_with_form(session: Session, link_id: int, layout: FormLayout, settings: Settings) -> bool:
     """Add the form's new questions (and the fixed columns) to the map, unplaced, and
-    note renamed titles. Returns whether row 1 has anything to do."""
+    note renamed titles. Returns whether row 1 has anything to do.
+
+    Adding takes the link's lock first (:func:`lock`), and reads the map again under it:
+    two runs of one link never both add a column."""
     existing = {row.question_id: row for row in _rows(session, link_id)}
+    known = set(existing) | set(FIXED_IDS)
+    if any(c.question_id not in known for c in layout.columns) or not existing:
+        lock(session, link_id)
+        existing = {row.question_id: row for row in _rows(session, link_id)}
     fixed = zip(FIXED_IDS, fixed_titles(settings), strict=True)
     wanted: list[tuple[str, str, str, int | None]] = [
         (fixed_id, fixed_id[1:].upper(), title, position)

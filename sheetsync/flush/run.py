@@ -291,11 +291,10 @@ class FlushRun:
             return self.settle(batch, [], {}, last_row=None, intent_id=None)
         writer = self.writer
         title = writer.title()
-        batch = batch.cut(self.p.settings.request_bytes_max, header=False)
+        batch = batch.cut(self.p.settings.request_bytes_max)
         cache = self.p.store.sheet_cache(self.key)
         intent_id, appended = writer.append(
             title,
-            None,  # row 1 was written by the header check (flush/header.py)
             batch.rows,
             batch.appended_ids,
             after_row=cache.last_row,

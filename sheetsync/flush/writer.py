@@ -90,7 +90,6 @@ class SheetWriter:
     def append(
         self,
         title: str,
-        header: Sequence[str] | None,
         rows: Sequence[list[Cell]],
         ids: Sequence[str],
         *,
@@ -107,7 +106,7 @@ class SheetWriter:
         self._check_time_left()
         appended = Appended()
         try:
-            self._append_finding_refusals(title, header, list(rows), list(ids), intent_id, appended)
+            self._append_finding_refusals(title, list(rows), list(ids), intent_id, appended)
         except TransientError as exc:
             if not exc.ambiguous and not appended.landed:
                 self._drop_intent(intent_id)
@@ -124,14 +123,13 @@ class SheetWriter:
     def _append_finding_refusals(
         self,
         title: str,
-        header: Sequence[str] | None,
         rows: list[list[Cell]],
         ids: list[str],
         intent_id: int,
         appended: Appended,
     ) -> None:
         """Append ``rows``; on a 400 for their content, split them until the refused rows
-        are alone. A header goes in front of the first part that lands.
+        are alone. (Row 1 was written before: :mod:`sheetsync.flush.header`.)
 
         Each part after the first renews the lease and moves the intent's deadline with
         it, so a successor still waits for the last append that may land."""
@@ -145,14 +143,12 @@ class SheetWriter:
                     intents.extend(session, intent_id, lease.until_ms)
                 self._check_time_left()
             first = False
-            bringing_header = header is not None and not appended.landed
-            head: list[list[Cell]] = [list(header)] if header and bringing_header else []
             try:
                 # Column A only: Google's table detection then finds the table by the
                 # answer ids, so it starts at A whatever a person typed in row 1 or to
                 # the right of the data, and every cell stays under its column.
                 result = self.client.append_rows(
-                    self.key.spread_sheet_id, f"{quote_title(title)}!A:A", head + part_rows
+                    self.key.spread_sheet_id, f"{quote_title(title)}!A:A", part_rows
                 )
             except ContentRefusedError:
                 self.tally.requests.append("values.append (refused)")
@@ -169,8 +165,6 @@ class SheetWriter:
             self.tally.requests.append("values.append")
             appended.landed += part_ids
             appended.last_row = result.last_row
-            if bringing_header:
-                self.store.remember_sheet(self.key, header_ok=1)
 
     def _check_time_left(self) -> None:
         deadline = self.client.deadline
