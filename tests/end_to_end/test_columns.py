@@ -247,3 +247,32 @@ def test_rows_stay_in_their_columns_whatever_a_person_did(world, worker, emulato
             "Note": "m",
         }
     assert world.ledger_counts() == {"COMPLETED": 5}
+
+
+def test_a_crash_between_the_header_write_and_the_map_record_repeats_nothing(
+    world, worker, emulator, monkeypatch
+):
+    """The titles are in row 1 but the map does not say so: the next run adopts them
+    (no second "Age" column), and every answer lands once."""
+    from sheetsync.flush import columns
+
+    form, sheet = _form(world)
+    _send(world, sheet, [form.answer({"q_team": "red", "q_count": "1"})])
+    form.add("q_age", "Age", NUMBER, position=9)
+    real_save = columns.save
+    crashes = []
+
+    def crash_once(*args, **kwargs):
+        if not crashes:
+            crashes.append(1)
+            raise RuntimeError("worker died after writing row 1")
+        return real_save(*args, **kwargs)
+
+    monkeypatch.setattr(columns, "save", crash_once)
+    second = form.answer({"q_team": "blue", "q_count": "2", "q_age": "30"})
+    _send(world, sheet, [second])
+    assert crashes == [1]
+    rows = read(sheets_api(emulator), sheet.spreadsheet_id)
+    assert rows[0] == [*FIXED, "Team", "Count", "Note", "Age"]
+    assert by_title(rows)[second]["Age"] == 30
+    assert world.ledger_counts() == {"COMPLETED": 2}

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 import pytest
+from sqlalchemy import select
+from support.databases import BOTH_DATABASES
 
+from sheetsync.flush import columns
 from sheetsync.flush.columns import ColumnState, column_letters, plan_header
+from sheetsync.flush.rows import load_layout
 from sheetsync.flush.typed import link_zone, parse_date, parse_number, serial_date_time
+from sheetsync.models import SheetColumn, SpreadSheet
 from sheetsync.settings import Settings
 
 FIXED = ["Answer ID", "Submitter", "Submitted at"]
@@ -126,3 +133,35 @@ def test_the_spreadsheets_zone_wins_unless_forced() -> None:
     assert link_zone(fallback, None) == ZoneInfo("Asia/Seoul")
     assert link_zone(fallback, "Mars/Olympus") == ZoneInfo("Asia/Seoul")
     assert link_zone(forced, "Europe/Paris") == ZoneInfo("Asia/Seoul")
+
+
+@BOTH_DATABASES
+def test_concurrent_runs_of_one_link_add_each_column_once(world) -> None:
+    """Two runs of one link (a hand-off to a new owner, say) seeing a new question at
+    the same moment: the link's lock makes the second see the first's columns."""
+    form = world.form()
+    world.sheet(form)
+    with world.pipeline.sessions() as session:
+        link = session.scalars(select(SpreadSheet)).one()
+        layout = load_layout(session, form.submission_id)
+    start = threading.Barrier(2)
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            start.wait()
+            with world.pipeline.sessions.begin() as session:
+                columns.sync_with_form(session, link.id, layout, world.pipeline.settings)
+                time.sleep(0.2)  # hold the lock while the other run waits for it
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert errors == []
+    with world.pipeline.sessions() as session:
+        mapped = list(session.scalars(select(SheetColumn.question_id)))
+    assert sorted(mapped) == sorted([*columns.FIXED_IDS, *(q.id for q in form.columns)])
