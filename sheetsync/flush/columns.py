@@ -137,8 +137,11 @@ def sync_with_form(session: Session, link_id: int, layout: FormLayout, settings:
             )
             session.add(row)
             existing[question_id] = row
-        elif row.title != title:
+            continue
+        if row.title != title:
             row.title = title
+        if row.type != type_name:  # a question whose type changed: its format follows
+            row.type, row.formatted = type_name, False
     session.flush()
     return not all(_state(row).settled for row in existing.values())
 
