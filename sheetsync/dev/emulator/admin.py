@@ -41,15 +41,23 @@ class EmulatorAdmin:
         self._call("POST", f"/accounts/{quote(account_id, safe='')}/revoke")
 
     def create_spreadsheet(
-        self, owner: str, title: str = "Untitled spreadsheet", sheets: list[str] | None = None
+        self,
+        owner: str,
+        title: str = "Untitled spreadsheet",
+        sheets: list[str] | None = None,
+        *,
+        time_zone: str | None = None,
     ) -> tuple[str, dict[str, int]]:
         """Create a spreadsheet owned by ``owner``; returns (spreadsheet id, {title: gid}).
 
-        Without ``sheets`` it has one sheet, ``Sheet1`` with gid 0. Not counted in quotas.
+        Without ``sheets`` it has one sheet, ``Sheet1`` with gid 0. Without ``time_zone``
+        it has the emulator's default (:meth:`set_settings`). Not counted in quotas.
         """
         body: dict[str, Any] = {"owner": owner, "title": title}
         if sheets is not None:
             body["sheets"] = sheets
+        if time_zone is not None:
+            body["time_zone"] = time_zone
         resource = self._call("POST", "/spreadsheets", body)
         gids = {
             sheet["properties"]["title"]: sheet["properties"]["sheetId"]
@@ -61,6 +69,20 @@ class EmulatorAdmin:
         """The spreadsheet resource, plus its ``owner``."""
         result: dict[str, Any] = self._call("GET", f"/spreadsheets/{quote(spreadsheet_id)}")
         return result
+
+    def set_time_zone(self, spreadsheet_id: str, time_zone: str) -> None:
+        """Change the spreadsheet's ``properties.timeZone``, as its owner can in the UI."""
+        self.batch_update(
+            spreadsheet_id,
+            [
+                {
+                    "updateSpreadsheetProperties": {
+                        "properties": {"timeZone": time_zone},
+                        "fields": "timeZone",
+                    }
+                }
+            ],
+        )
 
     def delete_spreadsheet(self, spreadsheet_id: str) -> None:
         """Delete it: later API calls on it get 404."""
@@ -246,12 +268,30 @@ class EmulatorAdmin:
         result: dict[str, Any] = self._call("PUT", "/quotas", changes)
         return result
 
+    def set_settings(
+        self, *, max_cells: int | None = None, time_zone: str | None = None
+    ) -> dict[str, Any]:
+        """Change the cell limit of every spreadsheet (Google's: 10,000,000) or the time
+        zone of new ones (``Etc/GMT``); returns both. :meth:`reset` restores them."""
+        changes: dict[str, Any] = {}
+        if max_cells is not None:
+            changes["max_cells"] = max_cells
+        if time_zone is not None:
+            changes["time_zone"] = time_zone
+        result: dict[str, Any] = self._call("PUT", "/settings", changes)
+        return result
+
+    def settings(self) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("GET", "/settings")
+        return result
+
     def quotas(self) -> dict[str, Any]:
         result: dict[str, Any] = self._call("GET", "/quotas")
         return result
 
     def reset(self) -> None:
-        """Forget everything: spreadsheets, accounts, stats, faults; quotas as started."""
+        """Forget everything: spreadsheets, accounts, stats, faults; quotas and settings
+        as started."""
         self._call("POST", "/reset")
 
     def _dimension(

@@ -25,7 +25,7 @@ from sheetsync.dev.emulator.responses import (
     json_response,
 )
 from sheetsync.dev.emulator.sheets import Spreadsheet
-from sheetsync.dev.emulator.state import EmulatorState
+from sheetsync.dev.emulator.state import EmulatorState, check_time_zone
 from sheetsync.dev.emulator.values import formatted_rows, update_values
 from sheetsync.errors import ConfigError
 
@@ -118,7 +118,11 @@ async def create_spreadsheet(request: web.Request) -> web.Response:
     if title is not None and not isinstance(title, str):
         raise ApiError.invalid_argument("'title' must be a string")
     sheets = [{"title": sheet_title} for sheet_title in titles] if titles else None
+    time_zone = body.get("time_zone")
+    time_zone = None if time_zone is None else check_time_zone(time_zone)
     spreadsheet = _state(request).create_spreadsheet(owner, title, sheets)
+    if time_zone is not None:
+        spreadsheet.time_zone = time_zone
     return json_response(spreadsheet.resource(base_url(request)) | {"owner": owner})
 
 
@@ -224,6 +228,19 @@ async def set_quotas(request: web.Request) -> web.Response:
     return json_response(state.quotas.limits.as_dict())
 
 
+async def get_settings(request: web.Request) -> web.Response:
+    return json_response(_state(request).settings())
+
+
+async def set_settings(request: web.Request) -> web.Response:
+    """``{"max_cells": N, "time_zone": "Europe/Paris"}`` (either): the cell limit of every
+    spreadsheet, the time zone of new ones."""
+    body = json_body(await request.read())
+    state = _state(request)
+    state.update_settings(body)
+    return json_response(state.settings())
+
+
 async def reset_all(request: web.Request) -> web.Response:
     _state(request).reset()
     return json_response({"reset": "all"})
@@ -252,6 +269,8 @@ def add_admin_routes(app: web.Application) -> None:
         web.delete("/faults", clear_faults),
         web.get("/quotas", get_quotas),
         web.put("/quotas", set_quotas),
+        web.get("/settings", get_settings),
+        web.put("/settings", set_settings),
         web.post("/reset", reset_all),
     ]
     admin.add_routes(routes)

@@ -8,17 +8,25 @@ the right.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
+
+from multidict import MultiMapping
 
 from sheetsync.dev.emulator.api_errors import ApiError
 from sheetsync.dev.emulator.batch import batch_update
 from sheetsync.dev.emulator.faults import ENDPOINTS
 from sheetsync.dev.emulator.quotas import Access
-from sheetsync.dev.emulator.state import EmulatorState
-from sheetsync.dev.emulator.values import append_values, get_values, update_values
+from sheetsync.dev.emulator.state import EmulatorState, check_time_zone
+from sheetsync.dev.emulator.values import (
+    append_values,
+    batch_get_values,
+    clear_values,
+    get_values,
+    update_values,
+)
 
 API_PREFIX = "/v4/spreadsheets"
 
@@ -42,7 +50,7 @@ class CallContext:
 
     state: EmulatorState
     account: str
-    query: Mapping[str, str]
+    query: MultiMapping[str]
     body: dict[str, Any]
     base_url: str
 
@@ -65,9 +73,13 @@ def recognise(method: str, raw_path: str) -> Call | None:
         if verb == "batchUpdate" and method == "POST":
             return Call("spreadsheets.batchUpdate", spreadsheet_id)
         return None
+    if len(segments) == 2 and unquote(segments[1]) == "values:batchGet" and method == "GET":
+        return Call("values.batchGet", head)
     if len(segments) != 3 or segments[1] != "values" or not head:
         return None
     range_text = unquote(segments[2])
+    if method == "POST" and range_text.endswith(":clear"):
+        return Call("values.clear", head, range_text[: -len(":clear")])
     if method == "GET":
         return Call("values.get", head, range_text)
     if method == "PUT":
@@ -91,9 +103,13 @@ def _create(call: Call, context: CallContext) -> dict[str, Any]:
     sheet_properties = [
         (sheet.get("properties") or {}) if isinstance(sheet, dict) else {} for sheet in sheets
     ]
+    time_zone = properties.get("timeZone")
+    time_zone = None if time_zone is None else check_time_zone(time_zone)
     spreadsheet = context.state.create_spreadsheet(
         context.account, properties.get("title"), sheet_properties or None
     )
+    if time_zone is not None:
+        spreadsheet.time_zone = time_zone
     return spreadsheet.resource(context.base_url)
 
 
@@ -114,7 +130,24 @@ def _values_get(call: Call, context: CallContext) -> dict[str, Any]:
         call.range_text,
         context.query.get("valueRenderOption", "FORMATTED_VALUE"),
         context.query.get("majorDimension", "ROWS"),
+        context.query.get("dateTimeRenderOption", "SERIAL_NUMBER"),
     )
+
+
+def _values_batch_get(call: Call, context: CallContext) -> dict[str, Any]:
+    spreadsheet = context.state.spreadsheet_for(call.spreadsheet_id, context.account)
+    return batch_get_values(
+        spreadsheet,
+        context.query.getall("ranges", []),
+        context.query.get("valueRenderOption", "FORMATTED_VALUE"),
+        context.query.get("majorDimension", "ROWS"),
+        context.query.get("dateTimeRenderOption", "SERIAL_NUMBER"),
+    )
+
+
+def _values_clear(call: Call, context: CallContext) -> dict[str, Any]:
+    spreadsheet = context.state.spreadsheet_for(call.spreadsheet_id, context.account)
+    return clear_values(spreadsheet, call.range_text)
 
 
 def _values_update(call: Call, context: CallContext) -> dict[str, Any]:
@@ -145,6 +178,8 @@ _HANDLERS: dict[str, Callable[[Call, CallContext], dict[str, Any]]] = {
     "spreadsheets.get": _get,
     "spreadsheets.batchUpdate": _batch_update,
     "values.get": _values_get,
+    "values.batchGet": _values_batch_get,
+    "values.clear": _values_clear,
     "values.update": _values_update,
     "values.append": _values_append,
 }

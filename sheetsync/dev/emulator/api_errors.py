@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from http import HTTPStatus
 from typing import Any, Self
 
@@ -38,6 +39,11 @@ DEFAULT_MESSAGES = {
 }
 
 
+BAD_REQUEST_TYPE = "type.googleapis.com/google.rpc.BadRequest"
+_PAYLOAD_ERROR_PREFIXES = ("Invalid JSON payload received", "Invalid value at '")
+_FIELD_IN_MESSAGE = re.compile(r"at '([^']+)'")
+
+
 class ApiError(Exception):
     """An answer other than 2xx, with the exact JSON body to send."""
 
@@ -61,7 +67,17 @@ class ApiError(Exception):
 
     @classmethod
     def invalid_argument(cls, message: str) -> ApiError:
-        return cls.google(400, message)
+        """A 400. A request Google could not parse (``Invalid JSON payload received...``,
+        ``Invalid value at 'field'...``) carries a ``google.rpc.BadRequest`` in
+        ``error.details``, as Google's front end sends it; Sheets' own checks do not."""
+        if not message.startswith(_PAYLOAD_ERROR_PREFIXES):
+            return cls.google(400, message)
+        violation = {"description": message}
+        field = _FIELD_IN_MESSAGE.search(message)
+        if field is not None:
+            violation = {"field": field.group(1), **violation}
+        details = [{"@type": BAD_REQUEST_TYPE, "fieldViolations": [violation]}]
+        return cls.google(400, message, details=details)
 
     @classmethod
     def unparsable_range(cls, range_text: str) -> ApiError:

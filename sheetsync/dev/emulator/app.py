@@ -19,6 +19,7 @@ from sheetsync.dev.emulator.api import Call, CallContext, handle, recognise
 from sheetsync.dev.emulator.api_errors import ApiError
 from sheetsync.dev.emulator.faults import Fault, garble, refusal
 from sheetsync.dev.emulator.oauth import token
+from sheetsync.dev.emulator.partial import parse_fields, select
 from sheetsync.dev.emulator.quotas import Access, QuotaExceededError, quota_exceeded
 from sheetsync.dev.emulator.responses import (
     STATE_KEY,
@@ -93,6 +94,9 @@ def _serve(
             raise refusal(refused, body)
         context = CallContext(state, account, request.query, body, base_url(request))
         result = handle(call, context)
+        fields = request.query.get("fields")
+        if fields:
+            result = select(result, parse_fields(fields))
     except ApiError as error:
         return error_response(state, error)
     garbled = state.faults.take(call.endpoint, account, body, actions=("garble",))

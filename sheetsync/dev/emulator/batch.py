@@ -1,5 +1,7 @@
-"""spreadsheets.batchUpdate: addSheet, deleteSheet, appendCells, and the requests that
-move cells (deleteDimension, insertDimension, sortRange: :mod:`.grid_requests`).
+"""spreadsheets.batchUpdate: addSheet, deleteSheet, appendCells, the requests that
+move cells (deleteDimension, insertDimension, sortRange: :mod:`.grid_requests`) and the
+ones that change properties and formats (updateSheetProperties,
+updateSpreadsheetProperties, repeatCell: :mod:`.property_requests`).
 
 Each request is applied in order; if one fails, the ones before it are undone, so
 the spreadsheet is left as it was (Google applies a batch atomically too).
@@ -13,6 +15,7 @@ from typing import Any
 from sheetsync.dev.emulator.api_errors import ApiError
 from sheetsync.dev.emulator.cells import CellInput, CellInputError, parse_extended_value
 from sheetsync.dev.emulator.grid_requests import GRID_HANDLERS
+from sheetsync.dev.emulator.property_requests import PROPERTY_HANDLERS
 from sheetsync.dev.emulator.request_fields import (
     Reply,
     Undo,
@@ -132,4 +135,5 @@ _HANDLERS: dict[str, Callable[[Spreadsheet, dict[str, Any], list[Undo]], Reply]]
     "deleteSheet": _delete_sheet,
     "appendCells": _append_cells,
     **GRID_HANDLERS,
+    **PROPERTY_HANDLERS,
 }

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from sheetsync.dev.emulator.numfmt import NumberFormat, format_with
+
 #: Google's limit on the characters in one cell, counted in UTF-16 code units as Sheets
 #: (JavaScript/Java strings) counts them: an emoji outside the BMP counts 2.
 MAX_CELL_CHARS = 50_000
@@ -24,6 +26,7 @@ CELL_TOO_LONG_MESSAGE = (
 
 VALUE_INPUT_OPTIONS = ("RAW", "USER_ENTERED")
 VALUE_RENDER_OPTIONS = ("FORMATTED_VALUE", "UNFORMATTED_VALUE", "FORMULA")
+DATE_TIME_RENDER_OPTIONS = ("SERIAL_NUMBER", "FORMATTED_STRING")
 
 _NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 
@@ -143,19 +146,34 @@ def format_number(number: int | float) -> str:
 
 
 def render(
-    cell: CellValue | None, render_option: str, evaluate: Callable[[Formula], Scalar]
+    cell: CellValue | None,
+    render_option: str,
+    evaluate: Callable[[Formula], Scalar],
+    number_format: NumberFormat | None = None,
+    date_time_option: str = "SERIAL_NUMBER",
 ) -> str | int | float | bool:
-    """A cell as values.get returns it under ``render_option``; empty cells are ``""``."""
+    """A cell as values.get returns it under ``render_option``; empty cells are ``""``.
+
+    A number in a date, time or date-time cell is its serial number unless the value is
+    formatted, or ``date_time_option`` is ``FORMATTED_STRING`` (Google ignores that
+    option for FORMATTED_VALUE).
+    """
     if cell is None:
         return ""
     if isinstance(cell, Formula):
         if render_option == "FORMULA":
             return cell.text
         cell = evaluate(cell)
-    if render_option != "FORMATTED_VALUE":
-        return cell
     if isinstance(cell, bool):
-        return "TRUE" if cell else "FALSE"
-    if isinstance(cell, int | float):
-        return format_number(cell)
-    return cell
+        return cell if render_option != "FORMATTED_VALUE" else ("TRUE" if cell else "FALSE")
+    if not isinstance(cell, int | float):
+        return cell
+    if render_option != "FORMATTED_VALUE":
+        dated = number_format is not None and number_format.is_date
+        if dated and date_time_option == "FORMATTED_STRING":
+            assert number_format is not None
+            return format_with(cell, number_format)
+        return cell
+    if number_format is not None:
+        return format_with(cell, number_format)
+    return format_number(cell)

@@ -39,6 +39,8 @@ ENDPOINTS: dict[str, str] = {
     "spreadsheets.get": "read",
     "spreadsheets.batchUpdate": "write",
     "values.get": "read",
+    "values.batchGet": "read",
+    "values.clear": "write",
     "values.append": "write",
     "values.update": "write",
 }

@@ -24,6 +24,34 @@ DIMENSIONS: tuple[Dimension, ...] = ("ROWS", "COLUMNS")
 
 
 @dataclass(frozen=True)
+class FieldMask:
+    """A request's ``fields``: which of its properties to apply."""
+
+    paths: frozenset[str]
+
+    @classmethod
+    def parse(cls, raw: Any, known: tuple[str, ...]) -> FieldMask:
+        """Parse ``"title,gridProperties/rowCount"``; ``*`` stands for every known field."""
+        if not isinstance(raw, str) or not raw.strip():
+            # Approximated wording: Google's for a missing mask is not recorded.
+            raise ApiError.invalid_argument("At least one field must be specified in 'fields'.")
+        paths = {path.strip().replace("/", ".") for path in raw.split(",") if path.strip()}
+        if "*" in paths:
+            return cls(frozenset(known))
+        for path in paths:
+            if not any(name == path or name.startswith(path + ".") for name in known):
+                raise ApiError.invalid_argument(
+                    f"Invalid field mask path: {path!r} (the emulator models {', '.join(known)})."
+                )
+        return cls(frozenset(paths))
+
+    def has(self, name: str) -> bool:
+        """True when the mask names ``name`` or a field that contains it."""
+        parts = name.split(".")
+        return any(".".join(parts[:end]) in self.paths for end in range(1, len(parts) + 1))
+
+
+@dataclass(frozen=True)
 class DimensionSpan:
     """A DimensionRange: ``start`` and ``end`` are None where the request left them open."""
 
@@ -122,12 +150,16 @@ def grid_box(spreadsheet: Spreadsheet, grid_range: Any) -> GridBox:
 
 
 def restore_point(sheet: Sheet) -> Undo:
-    """An undo that puts the sheet's cells and grid size back as they are now."""
+    """An undo that puts the sheet's cells, formats and properties back as they are now."""
     rows = [list(cells) for cells in sheet.rows]
     grid = (sheet.row_count, sheet.column_count)
+    formats = sheet.formats.copy()
+    title, hidden, frozen = sheet.title, sheet.hidden, dict(sheet.frozen)
 
     def undo() -> None:
         sheet.rows[:] = rows
         sheet.row_count, sheet.column_count = grid
+        sheet.formats = formats
+        sheet.title, sheet.hidden, sheet.frozen = title, hidden, frozen
 
     return undo

@@ -15,18 +15,33 @@ from typing import Any
 from sheetsync.dev.emulator.a1 import A1Range, RangeParseError, parse_a1
 from sheetsync.dev.emulator.api_errors import ApiError
 from sheetsync.dev.emulator.cells import KEEP, CellInput, CellValue, Formula, Scalar
+from sheetsync.dev.emulator.formats import FormatBook
 from sheetsync.dev.emulator.formulas import SheetView, evaluate
+from sheetsync.dev.emulator.numfmt import NumberFormat
 
 #: Grid size of a new sheet, as Google makes it.
 DEFAULT_ROW_COUNT = 1000
 DEFAULT_COLUMN_COUNT = 26
 #: Google's limit on the cells (grid size, not data) of one spreadsheet.
 MAX_CELLS = 10_000_000
+#: The time zone of a new spreadsheet (Google's for the recorded accounts).
+DEFAULT_TIME_ZONE = "Etc/GMT"
 
-CELL_LIMIT_MESSAGE = (
-    f"This action would increase the number of cells in the workbook above the limit of "
-    f"{MAX_CELLS} cells."
-)
+
+def cell_limit_message(max_cells: int) -> str:
+    """Google's words when a change would pass the cell limit."""
+    return (
+        f"This action would increase the number of cells in the workbook above the limit "
+        f"of {max_cells} cells."
+    )
+
+
+@dataclass
+class SheetLimits:
+    """Settings every spreadsheet of one emulator shares (tests may lower ``max_cells``)."""
+
+    max_cells: int = MAX_CELLS
+
 
 Row = list[CellValue | None]
 
@@ -38,15 +53,27 @@ class Sheet:
     row_count: int = DEFAULT_ROW_COUNT
     column_count: int = DEFAULT_COLUMN_COUNT
     rows: list[Row] = field(default_factory=list)
+    formats: FormatBook = field(default_factory=FormatBook)
+    hidden: bool = False
+    frozen: dict[str, int] = field(default_factory=dict)
 
     def properties(self, index: int) -> dict[str, Any]:
-        return {
+        properties: dict[str, Any] = {
             "sheetId": self.sheet_id,
             "title": self.title,
             "index": index,
             "sheetType": "GRID",
             "gridProperties": {"rowCount": self.row_count, "columnCount": self.column_count},
         }
+        for name, count in self.frozen.items():
+            if count:
+                properties["gridProperties"][name] = count
+        if self.hidden:
+            properties["hidden"] = True
+        return properties
+
+    def number_format(self, row: int, col: int) -> NumberFormat | None:
+        return self.formats.at(row, col)
 
     def cell(self, row: int, col: int) -> CellValue | None:
         if row >= len(self.rows):
@@ -74,8 +101,23 @@ class Sheet:
             block.pop()
         return block
 
-    def write(self, start_row: int, start_col: int, values: list[list[CellInput]]) -> None:
-        """Write a block of values; the caller has grown the grid to fit it."""
+    def write(
+        self,
+        start_row: int,
+        start_col: int,
+        values: list[list[CellInput]],
+        typed_formats: dict[tuple[int, int], NumberFormat] | None = None,
+    ) -> None:
+        """Write a block of values; the caller has grown the grid to fit it.
+
+        ``typed_formats`` (offsets in the block) are the formats of dates typed as
+        USER_ENTERED; a cell already formatted as a date keeps its own.
+        """
+        for (row_offset, col_offset), number_format in (typed_formats or {}).items():
+            row, col = start_row + row_offset, start_col + col_offset
+            current = self.formats.at(row, col)
+            if current is None or not current.is_date:
+                self.formats.set_cell(row, col, number_format)
         for offset, new_cells in enumerate(values):
             row_index = start_row + offset
             while len(self.rows) <= row_index:
@@ -97,6 +139,7 @@ class Sheet:
         """Insert ``count`` empty rows before row ``at``, as Sheets' INSERT_ROWS does."""
         if at < len(self.rows):
             self.rows[at:at] = [[] for _ in range(count)]
+        self.formats.insert("ROWS", at, count)
         self.row_count += count
 
     def insert_columns(self, at: int, count: int) -> None:
@@ -104,11 +147,13 @@ class Sheet:
         for index, cells in enumerate(self.rows):
             if at < len(cells):
                 self.rows[index] = [*cells[:at], *([None] * count), *cells[at:]]
+        self.formats.insert("COLUMNS", at, count)
         self.column_count += count
 
     def delete_rows(self, start: int, end: int) -> None:
         """Delete rows ``start`` to ``end - 1``: the rows below move up and the grid shrinks."""
         del self.rows[start:end]
+        self.formats.delete("ROWS", start, end)
         self.row_count -= end - start
         self._drop_trailing_empty_rows()
 
@@ -116,7 +161,21 @@ class Sheet:
         """Delete columns ``start`` to ``end - 1``: cells right of them move left."""
         for index, cells in enumerate(self.rows):
             self.rows[index] = _trimmed([*cells[:start], *cells[end:]])
+        self.formats.delete("COLUMNS", start, end)
         self.column_count -= end - start
+        self._drop_trailing_empty_rows()
+
+    def resize(self, row_count: int, column_count: int) -> None:
+        """Set the grid size; cells and formats beyond a smaller grid are gone."""
+        if row_count < self.row_count:
+            del self.rows[row_count:]
+            self.formats.truncate("ROWS", row_count)
+        if column_count < self.column_count:
+            self.rows = [_trimmed(cells[:column_count]) for cells in self.rows]
+            self.formats.truncate("COLUMNS", column_count)
+        self.formats.grow("ROWS", self.row_count, row_count)
+        self.formats.grow("COLUMNS", self.column_count, column_count)
+        self.row_count, self.column_count = row_count, column_count
         self._drop_trailing_empty_rows()
 
     def _drop_trailing_empty_rows(self) -> None:
@@ -138,7 +197,8 @@ class Spreadsheet:
     owner: str
     sheets: list[Sheet]
     locale: str = "en_US"
-    time_zone: str = "Etc/GMT"
+    time_zone: str = DEFAULT_TIME_ZONE
+    limits: SheetLimits = field(default_factory=SheetLimits)
 
     def resource(self, base_url: str) -> dict[str, Any]:
         """The spreadsheet as spreadsheets.get returns it (no grid data)."""
@@ -185,11 +245,12 @@ class Spreadsheet:
         new_columns = max(sheet.column_count, columns)
         added = new_rows * new_columns - sheet.row_count * sheet.column_count
         self.check_cell_limit(added)
-        sheet.row_count, sheet.column_count = new_rows, new_columns
+        sheet.resize(new_rows, new_columns)
 
     def check_cell_limit(self, added_cells: int) -> None:
-        if added_cells > 0 and self.total_cells() + added_cells > MAX_CELLS:
-            raise ApiError.invalid_argument(CELL_LIMIT_MESSAGE)
+        max_cells = self.limits.max_cells
+        if added_cells > 0 and self.total_cells() + added_cells > max_cells:
+            raise ApiError.invalid_argument(cell_limit_message(max_cells))
 
     def add_sheet(
         self,

@@ -5,6 +5,7 @@ handlers change it between awaits, so no lock is needed and no other thread touc
 from __future__ import annotations
 
 import time
+import zoneinfo
 from collections.abc import Callable
 from typing import Any
 
@@ -15,6 +16,9 @@ from sheetsync.dev.emulator.quotas import QuotaBook, QuotaLimits
 from sheetsync.dev.emulator.sheets import (
     DEFAULT_COLUMN_COUNT,
     DEFAULT_ROW_COUNT,
+    DEFAULT_TIME_ZONE,
+    MAX_CELLS,
+    SheetLimits,
     Spreadsheet,
     new_spreadsheet_id,
 )
@@ -41,6 +45,25 @@ class EmulatorState:
         self.quotas = QuotaBook(self.initial_limits)
         self.stats = Stats()
         self.faults = FaultBook()
+        self.sheet_limits = SheetLimits(MAX_CELLS)
+        self.default_time_zone = DEFAULT_TIME_ZONE
+
+    def settings(self) -> dict[str, Any]:
+        """What ``/_emulator/settings`` shows and sets; :meth:`reset` restores them."""
+        return {"max_cells": self.sheet_limits.max_cells, "time_zone": self.default_time_zone}
+
+    def update_settings(self, changes: dict[str, Any]) -> None:
+        """Change the cell limit (every spreadsheet) or new spreadsheets' time zone."""
+        unknown = set(changes) - {"max_cells", "time_zone"}
+        if unknown:
+            raise ApiError.invalid_argument(f"Unknown settings: {', '.join(sorted(unknown))}")
+        if "max_cells" in changes:
+            max_cells = changes["max_cells"]
+            if isinstance(max_cells, bool) or not isinstance(max_cells, int) or max_cells < 1:
+                raise ApiError.invalid_argument("'max_cells' must be a positive integer")
+            self.sheet_limits.max_cells = max_cells
+        if "time_zone" in changes:
+            self.default_time_zone = check_time_zone(changes["time_zone"])
 
     def create_spreadsheet(
         self, owner: str, title: str | None, sheets: list[dict[str, Any]] | None
@@ -50,7 +73,12 @@ class EmulatorState:
         With no sheets it gets one ``Sheet1`` with gid 0, as Google does.
         """
         spreadsheet = Spreadsheet(
-            new_spreadsheet_id(), title or DEFAULT_SPREADSHEET_TITLE, owner, sheets=[]
+            new_spreadsheet_id(),
+            title or DEFAULT_SPREADSHEET_TITLE,
+            owner,
+            sheets=[],
+            time_zone=self.default_time_zone,
+            limits=self.sheet_limits,
         )
         for properties in sheets or [{}]:
             grid = properties.get("gridProperties") or {}
@@ -72,6 +100,18 @@ class EmulatorState:
         if spreadsheet.owner != account:
             raise ApiError.permission_denied()
         return spreadsheet
+
+
+def check_time_zone(value: Any) -> str:
+    """An IANA time zone name, as Google accepts for ``timeZone``; 400 otherwise."""
+    if isinstance(value, str) and value:
+        try:
+            zoneinfo.ZoneInfo(value)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            pass
+        else:
+            return value
+    raise ApiError.invalid_argument(f"Invalid timeZone: {value!r}")
 
 
 def _int_or_none(value: Any) -> int | None:
