@@ -27,11 +27,12 @@ def serial(moment: datetime) -> float:
 
 @pytest.fixture(params=["the spreadsheet's zone", "forced"])
 def zone(request, pipeline_env):
-    """SHEETSYNC_TIMEZONE is only a fallback, unless SHEETSYNC_FORCE_TIMEZONE is set.
-    (The emulator's spreadsheets are in Etc/GMT, so their own zone is UTC.)"""
+    """The spreadsheet's own zone wins (New York, UTC-4 in May); SHEETSYNC_TIMEZONE is
+    only a fallback, unless SHEETSYNC_FORCE_TIMEZONE is set. Returns (its offset in
+    hours, the spreadsheet's zone)."""
     forced = request.param == "forced"
     pipeline_env(timezone="Asia/Seoul", force_timezone=str(forced).lower())
-    return 9 if forced else 0
+    return (9 if forced else -4), "America/New_York"
 
 
 def test_numbers_sum_dates_sort_and_text_stays_text(zone, world, worker, emulator, admin):
@@ -44,6 +45,8 @@ def test_numbers_sum_dates_sort_and_text_stays_text(zone, world, worker, emulato
         ],
     )
     sheet = world.sheet(form.seeded)
+    offset_h, sheet_zone = zone
+    admin.set_time_zone(sheet.spreadsheet_id, sheet_zone)
     submitted = [
         datetime(2024, 5, 1, 10, 0, 5, tzinfo=UTC),
         datetime(2024, 4, 30, 23, 30, tzinfo=UTC),
@@ -75,7 +78,7 @@ def test_numbers_sum_dates_sort_and_text_stays_text(zone, world, worker, emulato
         "not a date",
     ]
     assert [cells["Submitted at"] for cells in row] == pytest.approx(
-        [serial(moment.replace(tzinfo=None)) + zone / 24 for moment in submitted], abs=1e-9
+        [serial(moment.replace(tzinfo=None)) + offset_h / 24 for moment in submitted], abs=1e-9
     )
     assert [cells["Text"] for cells in row] == TYPED_AS_TEXT
     formulas = by_title(read(api, sheet.spreadsheet_id, valueRenderOption="FORMULA"))
@@ -86,3 +89,8 @@ def test_numbers_sum_dates_sort_and_text_stays_text(zone, world, worker, emulato
     assert world.ids_in(sheet)[:3] == [ids[1], ids[2], ids[0]]
     admin.sort_rows(sheet.spreadsheet_id, sheet.gid, column_index=2)
     assert world.ids_in(sheet) == [ids[1], ids[0], ids[3], ids[2]]
+    # As Sheets shows them: the columns' number formats, set when they were created.
+    shown = by_title(read(api, sheet.spreadsheet_id, valueRenderOption="FORMATTED_VALUE"))
+    assert shown[ids[0]]["Day"] == "2024-03-05"
+    local = 10 + offset_h
+    assert shown[ids[0]]["Submitted at"] == f"2024-05-01 {local:02d}:00:05"
