@@ -8,6 +8,7 @@ machine and the invariants the scripts keep.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -325,6 +326,20 @@ class BufferStore:
 
     def forget_sheet(self, key: BufferKey, *fields: str) -> None:
         self.redis.hdel(key.sheet, *fields)
+
+    def remember_first_row(self, key: BufferKey, cells: Sequence[str]) -> None:
+        """Keep row 1 as a header check read it (titles, never answers), so a check cut
+        short by the rate limit goes on without reading it again."""
+        self.remember_sheet(key, row1=json.dumps(list(cells)), row1_ms=self.redis_now_ms())
+
+    def first_row(self, key: BufferKey, max_age_ms: int) -> list[str] | None:
+        """Row 1 as remembered, if read less than ``max_age_ms`` ago."""
+        cells, read_ms = self.redis.hmget(key.sheet, "row1", "row1_ms")
+        if cells is None or read_ms is None:
+            return None
+        if self.redis_now_ms() - int(read_ms) > max_age_ms:
+            return None
+        return [str(cell) for cell in json.loads(cells)]
 
     def job_state(self, key: BufferKey) -> dict[str, str]:
         return {str(_text(k)): str(_text(v)) for k, v in self.redis.hgetall(key.job).items()}

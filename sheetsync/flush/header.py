@@ -46,20 +46,27 @@ def columns_for_batch(writer: SheetWriter, form: FormLayout) -> FormLayout:
 
 
 def _check_header(writer: SheetWriter, link_id: int) -> None:
-    p, key = writer.p, writer.key
     title = writer.title()
+    if writer.header_acquire is None:
+        _check_header_titled(writer, link_id, title)
+        return
+    with writer.client.acquiring(writer.header_acquire):
+        _check_header_titled(writer, link_id, title)
+
+
+def _check_header_titled(writer: SheetWriter, link_id: int, title: str) -> None:
+    p, key = writer.p, writer.key
     with p.sessions.begin() as session:
         columns.lock(session, link_id)
         found = columns.states(session, link_id)
-        writer.renew()
-        first_row = writer.client.read_values(key.spread_sheet_id, f"{quote_title(title)}!1:1")
-        writer.tally.requests.append("values.get")
-        plan = columns.plan_header(first_row[0] if first_row else [], found)
+        first_row = _first_row(writer, title)
+        plan = columns.plan_header(first_row, found)
         if plan.problem is None:
-            formatted = _write(writer, title, plan, found)
+            formatted = _write(writer, title, plan, found, first_row)
             columns.save(session, link_id, plan, formatted)
         else:
             columns.pause(session, link_id, plan.problem)
+    p.store.forget_sheet(key, "row1", "row1_ms")
     if plan.problem is not None:
         p.store.forget_sheet(key, "header_ok")
         message = (
@@ -72,8 +79,26 @@ def _check_header(writer: SheetWriter, link_id: int) -> None:
     p.store.remember_sheet(key, header_ok=1)
 
 
+def _first_row(writer: SheetWriter, title: str) -> list[str]:
+    """Row 1: as read by this buffer's previous check if the rate limit cut that one
+    short within a lease (so each try makes progress), else read now."""
+    p, key = writer.p, writer.key
+    cells = p.store.first_row(key, max_age_ms=int(p.settings.lease_s * 3000))
+    if cells is None:
+        writer.renew()
+        read = writer.client.read_values(key.spread_sheet_id, f"{quote_title(title)}!1:1")
+        writer.tally.requests.append("values.get")
+        cells = read[0] if read else []
+        p.store.remember_first_row(key, cells)
+    return cells
+
+
 def _write(
-    writer: SheetWriter, title: str, plan: HeaderPlan, found: Sequence[ColumnState]
+    writer: SheetWriter,
+    title: str,
+    plan: HeaderPlan,
+    found: Sequence[ColumnState],
+    first_row: Sequence[str],
 ) -> set[str]:
     """Write the plan's titles and the missing number formats; returns the ids of the
     columns whose format is now set."""
@@ -86,6 +111,10 @@ def _write(
         writer.renew()
         write_cells(writer.client, writer.key.spread_sheet_id, title, plan.writes)
         writer.tally.requests.append("values.update")
+        written = list(first_row) + [""] * (max(plan.writes) + 1 - len(first_row))
+        for index, text in plan.writes.items():
+            written[index] = text
+        writer.p.store.remember_first_row(writer.key, written)
         log.info("flush of %s wrote %d header cells", writer.key.base, len(plan.writes))
     if formats:
         writer.renew()
