@@ -66,6 +66,7 @@ class SheetWriter:
         #: each (see flush/header.py), or as every other request when None.
         self.header_acquire = header_acquire
         self.title_from_cache = False
+        self._looked_up = False
 
     @property
     def store(self) -> BufferStore:
@@ -83,10 +84,13 @@ class SheetWriter:
         together once and cached."""
         cache = self.store.sheet_cache(self.key)
         if cache.title is not None and cache.time_zone is not None:
-            self.title_from_cache = True
+            # Looked up this run: a 400 then is not a renamed tab's stale title.
+            self.title_from_cache = not self._looked_up
             return cache.title, cache.time_zone
         self._renew()
         title, time_zone = self.client.sheet_info(self.key.spread_sheet_id, self.key.sheet_id)
+        self._looked_up = True
+        self.title_from_cache = False
         self.tally.requests.append("spreadsheets.get")
         self.store.remember_sheet(self.key, title=title, time_zone=time_zone or "")
         return title, time_zone or ""
