@@ -46,16 +46,8 @@ def columns_for_batch(writer: SheetWriter, form: FormLayout) -> FormLayout:
 
 
 def _check_header(writer: SheetWriter, link_id: int) -> None:
-    title = writer.title()
-    if writer.header_acquire is None:
-        _check_header_titled(writer, link_id, title)
-        return
-    with writer.client.acquiring(writer.header_acquire):
-        _check_header_titled(writer, link_id, title)
-
-
-def _check_header_titled(writer: SheetWriter, link_id: int, title: str) -> None:
     p, key = writer.p, writer.key
+    title = writer.title()
     with p.sessions.begin() as session:
         columns.lock(session, link_id)
         found = columns.states(session, link_id)

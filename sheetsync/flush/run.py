@@ -158,13 +158,7 @@ class FlushRun:
                 self._google_account, DEFAULT_SLOT_LEAD_S, waiter=self.key.base
             ),
         )
-        # Row 1's few requests (a read, a write, the formats) wait in-process for their
-        # slots: rescheduling between them would spend a slot per try re-reading row 1.
-        header_wait_s = max(DEFAULT_SLOT_LEAD_S, self.p.settings.lease_s / 4)
-        header_acquire = self.p.limiter.acquirer(
-            self._google_account, header_wait_s, waiter=self.key.base
-        )
-        self._writer = SheetWriter(self.p, self.key, client, self.tally, self.renew, header_acquire)
+        self._writer = SheetWriter(self.p, self.key, client, self.tally, self.renew)
 
     def _resolve_intents(self) -> None:
         """Intents left open by an earlier run: whatever of them is in the sheet is

@@ -20,7 +20,7 @@ from sheetsync.flush.outcomes import Tally
 from sheetsync.flush.typed import Cell
 from sheetsync.keys import BufferKey
 from sheetsync.pipeline import Pipeline
-from sheetsync.sheets.client import Acquire, SheetsClient, quote_title
+from sheetsync.sheets.client import SheetsClient, quote_title
 
 log = logging.getLogger(__name__)
 
@@ -55,16 +55,12 @@ class SheetWriter:
         client: SheetsClient,
         tally: Tally,
         renew: Callable[[], Lease],
-        header_acquire: Acquire | None = None,
     ) -> None:
         self.p = pipeline
         self.key = key
         self.client = client
         self.tally = tally
         self._renew = renew
-        #: How row 1's requests take their rate-limit slots: waiting in-process for
-        #: each (see flush/header.py), or as every other request when None.
-        self.header_acquire = header_acquire
         self.title_from_cache = False
         self._looked_up = False
 

@@ -14,7 +14,6 @@ Every request goes through :meth:`SheetsClient._execute`, which
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import http.client
 import json
@@ -22,7 +21,7 @@ import logging
 import re
 import socket
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -167,15 +166,6 @@ class SheetsClient:
         #: A monotonic time no request may outlive (a flush sets it from its lease at
         #: every renewal), or None: then only ``google_timeout_s`` bounds a request.
         self.deadline: float | None = None
-
-    @contextlib.contextmanager
-    def acquiring(self, acquire: Acquire) -> Iterator[None]:
-        """Take rate-limit slots with ``acquire`` instead for the requests inside."""
-        usual, self._acquire = self._acquire, acquire
-        try:
-            yield
-        finally:
-            self._acquire = usual
 
     def sheet_titles(self, spreadsheet_id: str) -> dict[int, str]:
         """``{gid: title}`` of every sheet in the spreadsheet (one read)."""
