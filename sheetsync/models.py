@@ -26,6 +26,7 @@ from typing import Any
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     DateTime,
     Dialect,
     Enum,
@@ -160,6 +161,8 @@ class DeadLetterReason(enum.StrEnum):
     #: The spreadsheet reached Google's cell limit and no new tab fits: retried in an
     #: hour (once the owner frees cells), never FAILED.
     SHEET_FULL = "SHEET_FULL"
+    #: Row 1 no longer matches the link's columns: waits for ``sheetsync links resume``.
+    PAUSED = "PAUSED"
 
 
 class DeadLetterStatus(enum.StrEnum):
@@ -287,6 +290,11 @@ class SpreadSheet(Base):
     tab_cells: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     #: When the operator was told the link's tab passed the alert share of its limit.
     cells_alerted_at: Mapped[datetime | None] = mapped_column()
+    #: Why the link is paused (row 1 no longer matches its column map), or None. A
+    #: paused link writes nothing until ``sheetsync links resume`` (docs/ARCHITECTURE.md,
+    #: "Columns").
+    paused_reason: Mapped[str | None] = mapped_column(Text)
+    paused_at: Mapped[datetime | None] = mapped_column()
 
     submission: Mapped[Submission] = relationship(back_populates="spread_sheets")
     create_user: Mapped[User] = relationship()
@@ -405,3 +413,35 @@ class SheetIntent(Base):
     #: answered it (nothing in flight, though it may have applied).
     deadline_ms: Mapped[int] = mapped_column(BigInteger)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class SheetColumn(Base):
+    """One column of a link's sheet, for good: where a question's answers go.
+
+    Made from the form on the first write; a new question gets the next free column, a
+    deleted one keeps its column, reordering moves nothing (docs/ARCHITECTURE.md,
+    "Columns"). The three fixed columns are rows too, with ids starting with ``#``
+    (never a question id). ``position`` is None until row 1 holds the column's title;
+    ``written_title`` is the title we last wrote there, which the header check looks for.
+    """
+
+    __tablename__ = "sheet_column"
+    __table_args__ = (
+        UniqueConstraint("link_id", "question_id"),
+        UniqueConstraint("link_id", "position"),
+    )
+
+    id: Mapped[int] = mapped_column(BigIntId, primary_key=True, autoincrement=True)
+    link_id: Mapped[int] = mapped_column(
+        BigIntId, ForeignKey("spread_sheet.id", ondelete="CASCADE")
+    )
+    question_id: Mapped[str] = mapped_column(String(ID_LENGTH))
+    #: The question's type as stored (a type this version does not know is text).
+    type: Mapped[str] = mapped_column(String(ENUM_LENGTH))
+    #: The question's title as last seen in the form.
+    title: Mapped[str] = mapped_column(Text)
+    #: 0-based column index (0 is A); None until the title is in row 1.
+    position: Mapped[int | None] = mapped_column(Integer)
+    written_title: Mapped[str | None] = mapped_column(Text)
+    #: Whether the column's number format (dates) was set.
+    formatted: Mapped[bool] = mapped_column(Boolean, default=False)

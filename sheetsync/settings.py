@@ -130,7 +130,10 @@ class Settings(BaseSettings):
     #: The share of the tab's limit at which the operator is alerted (once per link).
     tab_cell_alert_ratio: float = Field(0.8, gt=0, le=1)
 
+    #: The time zone of "Submitted at" and DATE cells for a spreadsheet whose own time
+    #: zone is unknown; with FORCE_TIMEZONE, for every spreadsheet.
     timezone: str = "UTC"
+    force_timezone: bool = False
     header_answer_id: str = "Answer ID"
     header_submitter: str = "Submitter"
     header_submitted_at: str = "Submitted at"

@@ -8,6 +8,7 @@ machine and the invariants the scripts keep.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -70,10 +71,12 @@ class Arrivals:
 @dataclass(frozen=True, slots=True)
 class SheetCache:
     title: str | None
-    #: True: row 1 holds a header. False: row 1 was read empty, so our next append
-    #: brings the header. None: not read yet.
+    #: True: row 1 was checked against the link's column map and matches it. None (or
+    #: False): the next batch checks row 1 first.
     header_ok: bool | None
     last_row: int | None
+    #: The spreadsheet's own time zone, read with the title ("" if it has none).
+    time_zone: str | None = None
 
 
 def _text(value: bytes | str | None) -> str | None:
@@ -304,12 +307,15 @@ class BufferStore:
     # -- sheet cache --------------------------------------------------------------------
 
     def sheet_cache(self, key: BufferKey) -> SheetCache:
-        title, header_ok, last_row = self.redis.hmget(key.sheet, "title", "header_ok", "last_row")
+        title, header_ok, last_row, time_zone = self.redis.hmget(
+            key.sheet, "title", "header_ok", "last_row", "time_zone"
+        )
         last = _text(last_row)
         return SheetCache(
             title=_text(title),
             header_ok=None if header_ok is None else _text(header_ok) == "1",
             last_row=int(last) if last else None,
+            time_zone=_text(time_zone),
         )
 
     def remember_sheet(self, key: BufferKey, **fields: str | int) -> None:
@@ -320,6 +326,20 @@ class BufferStore:
 
     def forget_sheet(self, key: BufferKey, *fields: str) -> None:
         self.redis.hdel(key.sheet, *fields)
+
+    def remember_first_row(self, key: BufferKey, cells: Sequence[str]) -> None:
+        """Keep row 1 as a header check read it (titles, never answers), so a check cut
+        short by the rate limit goes on without reading it again."""
+        self.remember_sheet(key, row1=json.dumps(list(cells)), row1_ms=self.redis_now_ms())
+
+    def first_row(self, key: BufferKey, max_age_ms: int) -> list[str] | None:
+        """Row 1 as remembered, if read less than ``max_age_ms`` ago."""
+        cells, read_ms = self.redis.hmget(key.sheet, "row1", "row1_ms")
+        if cells is None or read_ms is None:
+            return None
+        if self.redis_now_ms() - int(read_ms) > max_age_ms:
+            return None
+        return [str(cell) for cell in json.loads(cells)]
 
     def job_state(self, key: BufferKey) -> dict[str, str]:
         return {str(_text(k)): str(_text(v)) for k, v in self.redis.hgetall(key.job).items()}

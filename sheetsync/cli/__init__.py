@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import typer
 from typer.main import get_command
 
-from sheetsync.cli import admin, backfill, dlq, health, resend
+from sheetsync.cli import admin, backfill, dlq, health, links, resend
 from sheetsync.cli.helpformat import HelpCommand, new_app
 from sheetsync.cli.output import (
     ABORTS,
@@ -43,6 +43,7 @@ app.command("health", cls=HelpCommand)(health.health)
 app.command("resend", cls=HelpCommand)(resend.resend)
 app.command("backfill", cls=HelpCommand)(backfill.backfill)
 app.add_typer(dlq.app, name="dlq")
+app.add_typer(links.app, name="links")
 app.add_typer(admin.db_app, name="db")
 app.add_typer(admin.credentials_app, name="credentials")
 app.add_typer(admin.keys_app, name="keys")

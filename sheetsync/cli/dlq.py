@@ -42,6 +42,7 @@ REASONS = (
     "UNEXPECTED",
     "PERMANENT",
     "SHEET_FULL",
+    "PAUSED",
 )
 
 app = new_app("Dead letters: answer ids that could not reach their sheet.")

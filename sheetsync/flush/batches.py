@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from datetime import tzinfo
 
 from sqlalchemy.orm import Session
 
 from sheetsync.errors import CryptoError, MissingKeyError, ValidationError
 from sheetsync.flush.hydrate import fetch_answers
-from sheetsync.flush.rows import FormLayout, RowBuilder, header_row, load_layout
+from sheetsync.flush.rows import FormLayout, RowBuilder, load_layout
+from sheetsync.flush.typed import Cell
 from sheetsync.keys import BufferKey
 from sheetsync.ledger import SETTLED
 from sheetsync.ledger import states as ledger_states
@@ -22,7 +24,7 @@ MISSING_ANSWER = "answer no longer exists"
 OTHER_FORM = "answer belongs to another form"
 
 
-def estimate_bytes(row: Sequence[str]) -> int:
+def estimate_bytes(row: Sequence[Cell]) -> int:
     """A row's size in the JSON request body, as the client writes it.
 
     The client escapes every non-ASCII UTF-16 code unit as ``\\uXXXX`` (6 bytes), so a
@@ -31,7 +33,9 @@ def estimate_bytes(row: Sequence[str]) -> int:
     """
     size = 2
     for cell in row:
-        if cell.isascii():
+        if not isinstance(cell, str):
+            size += len(repr(cell)) + 1
+        elif cell.isascii():
             size += len(cell) + 3
         else:
             ascii_chars = len(cell.encode("ascii", "ignore"))
@@ -50,8 +54,7 @@ class Batch:
     """
 
     consumed: list[str]
-    header: list[str]
-    rows: list[list[str]] = field(default_factory=list)
+    rows: list[list[Cell]] = field(default_factory=list)
     appended_ids: list[str] = field(default_factory=list)
     positions: list[int] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
@@ -62,13 +65,13 @@ class Batch:
             grouped[reason].append(answer_id)
         return dict(grouped)
 
-    def cut(self, max_bytes: int, *, header: bool) -> Batch:
+    def cut(self, max_bytes: int) -> Batch:
         """The longest prefix whose request stays under ``max_bytes`` (at least one row).
 
         The cut is between rows, never inside one; ids after the cut stay in the list.
         """
         # 2% and 200 bytes of room for the envelope and escapes the estimate leaves out.
-        budget = int(max_bytes * 0.98) - 200 - (estimate_bytes(self.header) if header else 0)
+        budget = int(max_bytes * 0.98) - 200
         used, keep = 0, 0
         for row in self.rows:
             used += estimate_bytes(row)
@@ -96,7 +99,8 @@ class Batch:
 
 
 class BatchBuilder:
-    """Builds batches for one buffer; caches the form layout for the run."""
+    """Builds batches for one buffer; caches the form's layout for the run, and a row
+    builder per column layout."""
 
     def __init__(self, settings: Settings, key: BufferKey) -> None:
         self.settings = settings
@@ -105,22 +109,39 @@ class BatchBuilder:
         self._rows: RowBuilder | None = None
 
     def layout(self, session: Session) -> FormLayout:
+        """The form's own layout (its questions in form order), read once per run."""
         if self._layout is None:
             self._layout = load_layout(session, self.key.submission_id)
-            self._rows = RowBuilder(self._layout, self.settings)
         return self._layout
 
+    def _row_builder(self, layout: FormLayout, zone: tzinfo | None) -> RowBuilder:
+        rows = self._rows
+        if rows is None or rows.layout != layout or (zone is not None and rows.zone != zone):
+            typed = layout.positions is not None
+            rows = self._rows = RowBuilder(layout, self.settings, zone=zone, typed=typed)
+        return rows
+
     def build(
-        self, session: Session, ids: Sequence[str], *, skip: frozenset[TransactionType] = SETTLED
+        self,
+        session: Session,
+        ids: Sequence[str],
+        *,
+        skip: frozenset[TransactionType] = SETTLED,
+        layout: FormLayout | None = None,
+        zone: tzinfo | None = None,
     ) -> Batch:
         """Rows for ``ids`` in order, skipping duplicates and ids whose ledger state is in
-        ``skip`` (a replay skips only COMPLETED: its ids are DEAD_LETTERED or FAILED)."""
-        layout = self.layout(session)
-        assert self._rows is not None
+        ``skip`` (a replay skips only COMPLETED: its ids are DEAD_LETTERED or FAILED).
+
+        ``layout`` is the link's column map (:func:`sheetsync.flush.header.
+        columns_for_batch`), whose rows have typed cells in ``zone``; without one, the
+        form's own layout, all text."""
+        layout = layout or self.layout(session)
+        rows = self._row_builder(layout, zone)
         states = ledger_states(session, ids, self.key.spread_sheet_id, self.key.sheet_id)
         wanted = [i for i in dict.fromkeys(ids) if states.get(i) not in skip]
         answers = fetch_answers(session, wanted) if wanted else {}
-        batch = Batch(consumed=list(ids), header=header_row(layout, self.settings))
+        batch = Batch(consumed=list(ids))
         seen: set[str] = set()
         for position, answer_id in enumerate(ids):
             if answer_id in seen or states.get(answer_id) in skip:
@@ -134,9 +155,7 @@ class BatchBuilder:
                 batch.failed[answer_id] = OTHER_FORM
                 continue
             try:
-                row = self._rows.build(
-                    answer.id, answer.user_name, answer.submitted_at, answer.answer
-                )
+                row = rows.build(answer.id, answer.user_name, answer.submitted_at, answer.answer)
             except MissingKeyError:
                 raise  # the configuration's fault, not the answer's: the run retries
             except (ValidationError, CryptoError) as exc:

@@ -32,6 +32,7 @@ from sheetsync.errors import (
     WaitForIntent,
 )
 from sheetsync.flush import intents
+from sheetsync.flush.columns import LinkPaused
 from sheetsync.flush.outcomes import Outcome
 from sheetsync.ledger import SETTLED
 from sheetsync.models import DeadLetterReason, TransactionType
@@ -114,12 +115,19 @@ def park_credential(run: FlushRun, exc: CredentialError | CryptoError) -> Outcom
     return run.finish()
 
 
+def paused(run: FlushRun, exc: LinkPaused) -> Outcome:
+    """The link is paused (row 1 does not match its columns): park the buffer until
+    ``sheetsync links resume``. The alert went out when the link was paused."""
+    _park_buffer(run, DeadLetterReason.PAUSED, str(exc), alert=False)
+    return run.finish()
+
+
 def permanent(run: FlushRun, exc: PermanentError) -> Outcome:
     if run.title_from_cache and exc.status == 400:
         # Most likely the tab was renamed since we cached its title: forget it and
         # run again at once; a gid that is really gone fails for good then.
         log.warning("flush %s: %s; looking the sheet up again", run.lease.token, exc)
-        run.p.store.forget_sheet(run.key, "title", "header_ok")
+        run.p.store.forget_sheet(run.key, "title", "time_zone", "header_ok")
         return run.finish(countdown_s=0)
     _park_buffer(run, DeadLetterReason.PERMANENT, str(exc))
     return run.finish()
@@ -175,6 +183,8 @@ def _park_buffer(
     reason: DeadLetterReason,
     message: str,
     precondition: Callable[[Session], bool] | None = None,
+    *,
+    alert: bool = True,
 ) -> bool:
     """Move every unsettled id of the buffer to a dead letter, then trim them. With a
     ``precondition``, only if it holds, checked in the same transaction. Returns whether
@@ -189,7 +199,7 @@ def _park_buffer(
         deadletters.park(session, run.key, pending, reason, message, delay_s=delay)
     run.trim(len(ids), None)
     run.tally.parked += len(pending)
-    if pending:
+    if pending and alert:
         send_alert_once(
             run.p.redis,
             f"{reason.value}:{run.key.base}",
@@ -226,6 +236,7 @@ def _exhausted_reason(exc: Exception) -> DeadLetterReason:
 FAILURE_OUTCOMES: tuple[tuple[type[Exception], Callable[[FlushRun, Any], Outcome]], ...] = (
     (StaleRunError, fenced),
     (links.LinkGone, link_gone),
+    (LinkPaused, paused),
     (RateLimited, at_next_slot),
     (WaitForIntent, at_next_slot),
     (HoldForBatch, hold_for_batch),

@@ -31,6 +31,7 @@ from sheetsync.alerts import send_alert
 from sheetsync.buffers.store import Lease
 from sheetsync.errors import ConfigError, PermanentError
 from sheetsync.flush.batches import Batch
+from sheetsync.flush.header import write_header
 from sheetsync.flush.outcomes import Tally
 from sheetsync.keys import BufferKey
 from sheetsync.models import SpreadSheet, utcnow
@@ -57,11 +58,6 @@ def tab_of(link: SpreadSheet) -> Tab:
     """The active tab of a link row (as ``links.check`` read it)."""
     gid = link.sheet_id if link.tab_sheet_id is None else link.tab_sheet_id
     return Tab(link.id, link.tab_number or 1, int(gid), int(link.tab_cells or 0))
-
-
-def new_tab_header(batch: Batch) -> list[str]:
-    """The header a new tab starts with (one place, so a per-link column map can own it)."""
-    return list(batch.header)
 
 
 #: Google refuses a tab title longer than this.
@@ -110,23 +106,24 @@ class Tabs:
 
     # -- before an append -------------------------------------------------------------
 
-    def fit(self, batch: Batch, header_needed: bool) -> tuple[Batch, bool]:
+    def fit(self, batch: Batch, header: Sequence[str]) -> Batch:
         """The batch cut to what the active tab still holds; when that is not one row,
-        the link rolls over first and the batch is cut to what a new tab holds. Returns
-        it and whether it must still bring the header."""
-        width = max(len(batch.header), 1)
-        self.header = new_tab_header(batch)
+        the link rolls over first (a new tab that starts with ``header``, the link's
+        column map) and the batch is cut to what a new tab holds."""
+        width = max(len(header), 1)
+        self.header = list(header)
         rows_per_tab = self.limit // width - 1  # an empty tab holds its header first
         if rows_per_tab < 1:
             raise ConfigError(
                 f"SHEETSYNC_TAB_CELL_LIMIT ({self.limit}) cannot hold a header and one row "
                 f"of {width} cells"
             )
-        room = (self.limit - self.tab.cells) // width - (1 if header_needed else 0)
+        # Row 1 (the header, written by flush/header.py) counts on every tab.
+        room = (self.limit - max(self.tab.cells, width)) // width
         if room >= 1:
-            return batch.keep_rows(room), header_needed
+            return batch.keep_rows(room)
         self.roll_over()
-        return batch.keep_rows(rows_per_tab), False
+        return batch.keep_rows(rows_per_tab)
 
     def fresh(self) -> bool:
         """A roll-over tab holding nothing of ours but its header."""
@@ -154,6 +151,11 @@ class Tabs:
         gid = next((g for g, t in titles.items() if t == title), None)
         if gid is None:
             gid = self._add_tab(title, header)
+            with self.p.sessions() as session:  # the map's number formats, as on tab 1
+                write_header(
+                    session, self.client, self.tab.link_id, self.key.spread_sheet_id, gid, title
+                )
+            self.tally.requests += ["values.update", "spreadsheets.batchUpdate"]
         else:
             log.info("link of %s: tab %r exists already; continuing there", self.key.base, title)
         with self.p.sessions.begin() as session:
@@ -185,10 +187,12 @@ class Tabs:
 
     # -- in the settle transaction -----------------------------------------------------
 
-    def count(self, session: Session, rows: int, width: int, header: bool) -> str | None:
+    def count(self, session: Session, rows: int, width: int) -> str | None:
         """Add what an append wrote to the tab's count. Returns the alert to send after
         the commit when the link passed the alert share of its limit (once per link)."""
-        cells = width * (rows + (1 if header else 0))
+        # Row 1 of the linked tab was written apart (flush/header.py): counted with
+        # the first rows; a roll-over tab starts counted with its header.
+        cells = width * (rows + (1 if self.tab.cells == 0 else 0))
         if not cells:
             return None
         self.tab.cells += cells

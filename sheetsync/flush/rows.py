@@ -30,6 +30,7 @@ from sqlalchemy.orm import Session
 from sheetsync.crypto import Keyring, answer_context, default_keyring, question_context
 from sheetsync.errors import AnswerError, ConfigError, CryptoError, NotFoundError
 from sheetsync.flush.hydrate import MalformedAnswer
+from sheetsync.flush.typed import Cell, serial_date_time, typed_columns
 from sheetsync.models import ID_LENGTH, Question, QuestionType, Step, Submission
 from sheetsync.settings import Settings, get_settings
 
@@ -61,6 +62,20 @@ class FormLayout:
     submission_id: str
     columns: tuple[Column, ...]
     ignored_question_ids: frozenset[str] = field(default_factory=frozenset)
+    #: Each column's cell index (0 is column A), from the link's column map; None: the
+    #: columns follow the fixed ones in order (a form's own layout).
+    positions: tuple[int, ...] | None = None
+
+    @property
+    def cell_indexes(self) -> tuple[int, ...]:
+        if self.positions is not None:
+            return self.positions
+        return tuple(range(FIXED_COLUMNS, FIXED_COLUMNS + len(self.columns)))
+
+    @property
+    def width(self) -> int:
+        """Cells per row: the fixed ones, then up to the last column."""
+        return max((*self.cell_indexes, FIXED_COLUMNS - 1)) + 1
 
     @classmethod
     def from_questions(
@@ -71,11 +86,11 @@ class FormLayout:
         columns: list[Column] = []
         ignored: set[str] = set()
         for question_id, title, type_name in questions:
-            question_type = _QUESTION_TYPES.get(type_name, type_name)
-            if question_type is QuestionType.JUMBOTRON:
+            kind = question_type(type_name)
+            if kind is QuestionType.JUMBOTRON:
                 ignored.add(question_id)
             else:
-                columns.append(Column(question_id, title, question_type))
+                columns.append(Column(question_id, title, kind))
         return cls(submission_id, tuple(columns), frozenset(ignored))
 
     @property
@@ -85,6 +100,13 @@ class FormLayout:
     @property
     def has_personal_info(self) -> bool:
         return any(column.type is QuestionType.PERSONAL_INFO for column in self.columns)
+
+
+def question_type(type_name: str | QuestionType | None) -> QuestionType | str:
+    """The type by its stored name; a name this version does not know stays a name."""
+    if isinstance(type_name, QuestionType):
+        return type_name
+    return _QUESTION_TYPES.get(type_name, str(type_name))
 
 
 def load_layout(session: Session, submission_id: str) -> FormLayout:
@@ -111,8 +133,15 @@ def header_row(layout: FormLayout, settings: Settings | None = None) -> list[str
     """``["Answer ID", "Submitter", "Submitted at", <question titles>]``, labels from settings."""
     settings = settings or get_settings()
     limit = settings.cell_chars_max
-    labels = [settings.header_answer_id, settings.header_submitter, settings.header_submitted_at]
-    return [fit_cell(text, limit) for text in labels + [c.title for c in layout.columns]]
+    cells = [""] * layout.width
+    cells[:FIXED_COLUMNS] = [
+        settings.header_answer_id,
+        settings.header_submitter,
+        settings.header_submitted_at,
+    ]
+    for index, column in zip(layout.cell_indexes, layout.columns, strict=True):
+        cells[index] = column.title
+    return [fit_cell(text, limit) for text in cells]
 
 
 def fit_cell(text: str, limit: int) -> str:
@@ -224,9 +253,10 @@ class RowBuilder:
         "_format_time",
         "_ignored",
         "_slots",
+        "_typed",
         "_width",
-        "_zone",
         "layout",
+        "zone",
     )
 
     def __init__(
@@ -234,20 +264,30 @@ class RowBuilder:
         layout: FormLayout,
         settings: Settings | None = None,
         keyring: Keyring | None = None,
+        *,
+        zone: tzinfo | None = None,
+        typed: bool = False,
     ) -> None:
         settings = settings or get_settings()
         self.layout = layout
-        self._zone = ZoneInfo(settings.timezone)
-        self._format_time = time_formatter(self._zone)
+        self.zone = zone or ZoneInfo(settings.timezone)
+        self._format_time = time_formatter(self.zone)
         self._cell_limit = settings.cell_chars_max
-        self._width = width = FIXED_COLUMNS + len(layout.columns)
+        self._width = width = layout.width
         self._ignored = layout.ignored_question_ids
+        indexes = layout.cell_indexes
         # Question id -> cell index, negated for PERSONAL_INFO (indexes start at 3, so
         # the sign is unambiguous): one dict lookup per answer item tells both.
         self._slots: dict[str, int] = {
             column.question_id: -index if column.type is QuestionType.PERSONAL_INFO else index
-            for index, column in enumerate(layout.columns, start=FIXED_COLUMNS)
+            for index, column in zip(indexes, layout.columns, strict=True)
         }
+        # With typed cells: (cell index, parser) of NUMBER and DATE columns; a value
+        # that does not parse stays text (see typed_cells).
+        self._typed: tuple[tuple[int, Callable[[str], Cell]], ...] | None = None
+        if typed:
+            kinds = (column.type for column in layout.columns)
+            self._typed = typed_columns(zip(indexes, kinds, strict=True), self.zone)
         # The question cells :meth:`build` starts each row with, and where its answers
         # go. The extra cell at the end takes the answers to ignored questions (so they
         # need no test of their own) and is cut off.
@@ -260,12 +300,11 @@ class RowBuilder:
         self._contexts: tuple[bytes, ...] = ()
         if layout.has_personal_info:
             self._decrypt = (keyring or default_keyring()).decrypt
-            self._contexts = (b"",) * FIXED_COLUMNS + tuple(
-                question_context(column.question_id)
-                if column.type is QuestionType.PERSONAL_INFO
-                else b""
-                for column in layout.columns
-            )
+            contexts = [b""] * width
+            for index, column in zip(indexes, layout.columns, strict=True):
+                if column.type is QuestionType.PERSONAL_INFO:
+                    contexts[index] = question_context(column.question_id)
+            self._contexts = tuple(contexts)
 
     def build(
         self,
@@ -273,7 +312,7 @@ class RowBuilder:
         user_name: str | None,
         submitted_at: datetime,
         answer_items: object,
-    ) -> list[str]:
+    ) -> list[Cell]:
         """One row: the fixed cells, then one cell per column ("" when unanswered).
 
         ``answer_items`` is the answer's document as decoded (a list of items, by
@@ -290,7 +329,10 @@ class RowBuilder:
         # _build_checked, the reference, which gives the result or the error: this path
         # never decides one on its own.
         if type(answer_items) is not list:
-            return self._build_checked(answer_id, user_name, submitted_at, answer_items)
+            return self._typed_row(
+                self._build_checked(answer_id, user_name, submitted_at, answer_items),
+                submitted_at,
+            )
         limit = self._cell_limit
         width = self._width
         cells = self._cells
@@ -322,9 +364,22 @@ class RowBuilder:
                     cell = _join_choices(value) if type(value) is list else _scalar_text(value)
                     row[index] = cell if len(cell) <= limit else fit_cell(cell, limit)
         except Exception:
-            return self._build_checked(answer_id, user_name, submitted_at, answer_items)
+            row = self._build_checked(answer_id, user_name, submitted_at, answer_items)
+            return self._typed_row(row, submitted_at)
         del row[-1]
-        return row
+        return self._typed_row(row, submitted_at)
+
+    def _typed_row(self, row: list[str], submitted_at: datetime) -> list[Cell]:
+        """With typed cells: "Submitted at" and DATE answers as serial dates, NUMBER
+        answers as numbers (those that parse); everything else is text, sent RAW."""
+        cells: list[Cell] = list(row)
+        if self._typed is None:
+            return cells
+        cells[2] = serial_date_time(submitted_at, self.zone)
+        for index, parse in self._typed:
+            if row[index]:
+                cells[index] = parse(row[index])
+        return cells
 
     def _build_checked(
         self,
@@ -349,7 +404,7 @@ class RowBuilder:
             row[0] = answer_id
             if user_name:
                 row[1] = user_name if len(user_name) <= limit else fit_cell(user_name, limit)
-            row[2] = format_time(submitted_at, self._zone)
+            row[2] = format_time(submitted_at, self.zone)
             for position, item in enumerate(answer_items):
                 question_id = None
                 if not isinstance(item, Mapping):

@@ -19,11 +19,13 @@ from datetime import datetime
 from sheetsync import crypto, ledger, links
 from sheetsync.buffers.store import Lease
 from sheetsync.errors import CredentialError, HoldForBatch, RateLimited, WaitForIntent
-from sheetsync.flush import intents
+from sheetsync.flush import header, intents
 from sheetsync.flush.batches import Batch, BatchBuilder
 from sheetsync.flush.endings import end_with
 from sheetsync.flush.outcomes import Outcome, Tally
 from sheetsync.flush.rollover import Tab, Tabs, tab_of
+from sheetsync.flush.rows import FormLayout, header_row
+from sheetsync.flush.typed import link_zone
 from sheetsync.flush.writer import SheetWriter, fenced, request_deadline
 from sheetsync.keys import BufferKey, token_buffer
 from sheetsync.models import CredentialStatus, GoogleCredential, TransactionType
@@ -75,6 +77,9 @@ class FlushRun:
         self.tally = Tally()
         self._writer: SheetWriter | None = None
         self._tabs: Tabs | None = None
+        self._batches = BatchBuilder(pipeline.settings, key)
+        #: The column layout of the batch being built (its header starts a new tab).
+        self._layout: FormLayout | None = None
         self._google_account = ""
         #: The credential's ``updated_at`` as this run read it: a reconnect changes it,
         #: and marking the credential INVALID is a compare-and-set on it.
@@ -245,8 +250,6 @@ class FlushRun:
         self.renew()
         column = self.writer.client.read_values(self.key.spread_sheet_id, f"{quoted}!A:A")
         self.tally.requests.append("values.get")
-        if column and column[0] and column[0][0] == self.p.settings.header_answer_id:
-            self.p.store.remember_sheet(self.key, header_ok=1)
         return column
 
     # -- one batch: build, write, settle --------------------------------------------------
@@ -268,7 +271,11 @@ class FlushRun:
             return None
         with self.p.sessions() as session:
             links.check(session, self.key)  # removed since the run started: write nothing
-            return BatchBuilder(self.p.settings, self.key).build(session, ids)
+            form = self._batches.layout(session)
+        layout = self._layout = header.columns_for_batch(self.writer, form)
+        zone = link_zone(self.p.settings, self.writer.sheet()[1])
+        with self.p.sessions() as session:
+            return self._batches.build(session, ids, layout=layout, zone=zone)
 
     def _hold_for_a_fuller_batch(self) -> None:
         """While a burst is still arriving and the batch will not be full soon, look
@@ -320,16 +327,15 @@ class FlushRun:
             return self.settle(batch, [], {}, last_row=None, intent_id=None)
         writer = self.writer
         title = writer.title()
-        header_needed = writer.header_needed(title)
-        batch = batch.cut(self.p.settings.request_bytes_max, header=header_needed)
-        batch, header_needed = self.tabs.fit(batch, header_needed)
+        batch = batch.cut(self.p.settings.request_bytes_max)
+        assert self._layout is not None  # set by next_batch
+        batch = self.tabs.fit(batch, header_row(self._layout, self.p.settings))
         if writer.tab_gid != self.tabs.tab.gid:  # rolled over
             writer.tab_gid = self.tabs.tab.gid
             title = writer.title()
         cache = self.p.store.sheet_cache(self.key)
         intent_id, appended = writer.append(
             title,
-            batch.header if header_needed else None,
             batch.rows,
             batch.appended_ids,
             after_row=cache.last_row,
@@ -343,7 +349,6 @@ class FlushRun:
             appended.refused,
             last_row=last_row,
             intent_id=intent_id,
-            header_written=header_needed and bool(appended.landed),
         )
 
     def settle(
@@ -354,7 +359,6 @@ class FlushRun:
         *,
         last_row: int | str | None,
         intent_id: int | None,
-        header_written: bool = False,
     ) -> tuple[int, float]:
         """Record the batch (and the cells it took in the tab) and drop its intent in one
         transaction, then trim the list. Returns the ids left and the oldest one's age."""
@@ -362,7 +366,7 @@ class FlushRun:
         alert: str | None = None
         with self.p.sessions.begin() as session:
             if landed:
-                alert = self.tabs.count(session, len(landed), len(batch.header), header_written)
+                alert = self.tabs.count(session, len(landed), self._width())
             ledger.record(
                 session,
                 landed,
@@ -380,6 +384,10 @@ class FlushRun:
         self.tally.appended += len(landed)
         self.tally.failed += len(failed)
         return self.trim(len(batch.consumed), last_row)
+
+    def _width(self) -> int:
+        """Cells per row of the batch just written (its layout's)."""
+        return self._layout.width if self._layout is not None else 0
 
     def trim(self, count: int, last_row: int | str | None) -> tuple[int, float]:
         left, oldest_age_s = self.p.store.trim(self.key, self.lease, count, last_row)

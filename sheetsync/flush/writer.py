@@ -17,6 +17,7 @@ from sheetsync.buffers.store import BufferStore, Lease
 from sheetsync.errors import ContentRefusedError, StaleRunError, TransientError
 from sheetsync.flush import intents
 from sheetsync.flush.outcomes import Tally
+from sheetsync.flush.typed import Cell
 from sheetsync.keys import BufferKey
 from sheetsync.pipeline import Pipeline
 from sheetsync.sheets.client import SheetsClient, quote_title
@@ -61,6 +62,7 @@ class SheetWriter:
         self.tally = tally
         self._renew = renew
         self.title_from_cache = False
+        self._looked_up = False
         #: The gid of the tab appends go to (the link's active tab: flush/rollover.py).
         self.tab_gid = key.sheet_id
 
@@ -68,34 +70,33 @@ class SheetWriter:
     def store(self) -> BufferStore:
         return self.p.store
 
-    def title(self) -> str:
-        cache = self.store.sheet_cache(self.key)
-        if cache.title is not None:
-            self.title_from_cache = True
-            return cache.title
-        self._renew()
-        title = self.client.sheet_title(self.key.spread_sheet_id, self.tab_gid)
-        self.tally.requests.append("spreadsheets.get")
-        self.store.remember_sheet(self.key, title=title)
-        return title
+    def renew(self) -> Lease:
+        """Renew the run's lease before a Sheets request (fenced: StaleRunError)."""
+        return self._renew()
 
-    def header_needed(self, title: str) -> bool:
-        """Whether row 1 is empty, so the next append must bring the header (read once)."""
+    def title(self) -> str:
+        return self.sheet()[0]
+
+    def sheet(self) -> tuple[str, str]:
+        """The tab's title and the spreadsheet's time zone ("" if it has none), read
+        together once and cached."""
         cache = self.store.sheet_cache(self.key)
-        if cache.header_ok is not None:
-            return not cache.header_ok
+        if cache.title is not None and cache.time_zone is not None:
+            # Looked up this run: a 400 then is not a renamed tab's stale title.
+            self.title_from_cache = not self._looked_up
+            return cache.title, cache.time_zone
         self._renew()
-        first_row = self.client.read_values(self.key.spread_sheet_id, f"{quote_title(title)}!1:1")
-        self.tally.requests.append("values.get")
-        # Remembered either way, so a rate-limited append does not read row 1 again.
-        self.store.remember_sheet(self.key, header_ok=1 if first_row else 0)
-        return not first_row
+        title, time_zone = self.client.sheet_info(self.key.spread_sheet_id, self.tab_gid)
+        self._looked_up = True
+        self.title_from_cache = False
+        self.tally.requests.append("spreadsheets.get")
+        self.store.remember_sheet(self.key, title=title, time_zone=time_zone or "")
+        return title, time_zone or ""
 
     def append(
         self,
         title: str,
-        header: Sequence[str] | None,
-        rows: Sequence[list[str]],
+        rows: Sequence[list[Cell]],
         ids: Sequence[str],
         *,
         after_row: int | None,
@@ -111,7 +112,7 @@ class SheetWriter:
         self._check_time_left()
         appended = Appended()
         try:
-            self._append_finding_refusals(title, header, list(rows), list(ids), intent_id, appended)
+            self._append_finding_refusals(title, list(rows), list(ids), intent_id, appended)
         except TransientError as exc:
             if not exc.ambiguous and not appended.landed:
                 self._drop_intent(intent_id)
@@ -128,14 +129,13 @@ class SheetWriter:
     def _append_finding_refusals(
         self,
         title: str,
-        header: Sequence[str] | None,
-        rows: list[list[str]],
+        rows: list[list[Cell]],
         ids: list[str],
         intent_id: int,
         appended: Appended,
     ) -> None:
         """Append ``rows``; on a 400 for their content, split them until the refused rows
-        are alone. A header goes in front of the first part that lands.
+        are alone. (Row 1 was written before: :mod:`sheetsync.flush.header`.)
 
         Each part after the first renews the lease and moves the intent's deadline with
         it, so a successor still waits for the last append that may land."""
@@ -149,11 +149,12 @@ class SheetWriter:
                     intents.extend(session, intent_id, lease.until_ms)
                 self._check_time_left()
             first = False
-            bringing_header = header is not None and not appended.landed
-            body = ([list(header)] if header is not None and bringing_header else []) + part_rows
             try:
+                # Column A only: Google's table detection then finds the table by the
+                # answer ids, so it starts at A whatever a person typed in row 1 or to
+                # the right of the data, and every cell stays under its column.
                 result = self.client.append_rows(
-                    self.key.spread_sheet_id, f"{quote_title(title)}!A1", body
+                    self.key.spread_sheet_id, f"{quote_title(title)}!A:A", part_rows
                 )
             except ContentRefusedError:
                 self.tally.requests.append("values.append (refused)")
@@ -170,8 +171,6 @@ class SheetWriter:
             self.tally.requests.append("values.append")
             appended.landed += part_ids
             appended.last_row = result.last_row
-            if bringing_header:
-                self.store.remember_sheet(self.key, header_ok=1)
 
     def _check_time_left(self) -> None:
         deadline = self.client.deadline

@@ -51,6 +51,9 @@ PURGED_MESSAGE = "dead letter purged by an operator"
 PURGEABLE = (DeadLetterStatus.PENDING, DeadLetterStatus.FAILED)
 #: Ids per insert of an entry's answers (keeps bind parameters under SQLite's limit).
 INSERT_CHUNK = 2000
+#: A paused link's entry is due only when an operator resumes the link
+#: (:func:`make_paused_due`); until then, practically never.
+PAUSED_DELAY_S = 100 * 365 * 86_400.0
 
 Sessions = sessionmaker[Session]
 
@@ -180,6 +183,8 @@ def delay_for(reason: DeadLetterReason, settings: Settings) -> float:
     """How long a new entry for ``reason`` waits before its first replay."""
     if reason is DeadLetterReason.CREDENTIAL:
         return settings.dlq_delay_s
+    if reason is DeadLetterReason.PAUSED:
+        return PAUSED_DELAY_S
     return settings.dlq_transient_delay_s
 
 
@@ -262,6 +267,23 @@ def make_due(
                 .values(status=DeadLetterStatus.PENDING, next_attempt_at=utcnow())
             )
     return chosen
+
+
+def make_paused_due(session: Session, submission_id: str, spread_sheet_id: str, gid: int) -> int:
+    """A resumed link: its PAUSED entries (of any owner's buffer) are due now, in the
+    caller's transaction. Returns how many."""
+    result = session.execute(
+        update(DeadLetter)
+        .where(
+            DeadLetter.reason == DeadLetterReason.PAUSED,
+            DeadLetter.status == DeadLetterStatus.PENDING,
+            DeadLetter.submission_id == submission_id,
+            DeadLetter.spread_sheet_id == spread_sheet_id,
+            DeadLetter.sheet_id == gid,
+        )
+        .values(next_attempt_at=utcnow())
+    )
+    return int(getattr(result, "rowcount", 0) or 0)
 
 
 def release(sessions: Sessions, ids: Sequence[int]) -> None:

@@ -170,23 +170,75 @@ class SheetsClient:
 
     def sheet_titles(self, spreadsheet_id: str) -> dict[int, str]:
         """``{gid: title}`` of every sheet in the spreadsheet (one read)."""
-        request = self._sheets.get(
-            spreadsheetId=spreadsheet_id, fields="sheets.properties(sheetId,title)"
-        )
-        body = self._execute(request, write=False)
-        return {
-            int(sheet["properties"]["sheetId"]): str(sheet["properties"]["title"])
-            for sheet in body.get("sheets", [])
-        }
+        return self._sheet_properties(spreadsheet_id)[0]
 
     def sheet_title(self, spreadsheet_id: str, gid: int) -> str:
         """The title of sheet ``gid`` (one read); a missing sheet is permanent."""
-        title = self.sheet_titles(spreadsheet_id).get(gid)
+        return self.sheet_info(spreadsheet_id, gid)[0]
+
+    def sheet_info(self, spreadsheet_id: str, gid: int) -> tuple[str, str | None]:
+        """The title of sheet ``gid`` and the spreadsheet's time zone (None when Google
+        gives none), in one read; a missing sheet is permanent."""
+        titles, time_zone = self._sheet_properties(spreadsheet_id)
+        title = titles.get(gid)
         if title is None:
             raise PermanentError(
                 f"sheet gid {gid} not found in spreadsheet {spreadsheet_id}", status=400
             )
-        return title
+        return title, time_zone
+
+    def _sheet_properties(self, spreadsheet_id: str) -> tuple[dict[int, str], str | None]:
+        request = self._sheets.get(
+            spreadsheetId=spreadsheet_id,
+            fields="properties.timeZone,sheets.properties(sheetId,title)",
+        )
+        body = self._execute(request, write=False)
+        titles = {
+            int(sheet["properties"]["sheetId"]): str(sheet["properties"]["title"])
+            for sheet in body.get("sheets", [])
+        }
+        time_zone = body.get("properties", {}).get("timeZone")
+        return titles, str(time_zone) if time_zone else None
+
+    def update_values(
+        self, spreadsheet_id: str, a1_range: str, rows: Sequence[Sequence[str]]
+    ) -> None:
+        """Write cells RAW at a range (one write): text stays text. Idempotent."""
+        request = self._values.update(
+            spreadsheetId=spreadsheet_id,
+            range=a1_range,
+            valueInputOption="RAW",
+            body={"values": rows},
+        )
+        self._execute(request, write=True)
+
+    def set_number_formats(
+        self, spreadsheet_id: str, gid: int, formats: Mapping[int, tuple[str, str]]
+    ) -> None:
+        """Set ``{column index: (type, pattern)}`` number formats below row 1, in one
+        ``batchUpdate`` of ``repeatCell`` requests. Idempotent."""
+        requests = [
+            {
+                "repeatCell": {
+                    "range": {
+                        "sheetId": gid,
+                        "startRowIndex": 1,
+                        "startColumnIndex": column,
+                        "endColumnIndex": column + 1,
+                    },
+                    "cell": {
+                        "userEnteredFormat": {"numberFormat": {"type": kind, "pattern": pattern}}
+                    },
+                    "fields": "userEnteredFormat.numberFormat",
+                }
+            }
+            for column, (kind, pattern) in sorted(formats.items())
+        ]
+        if requests:
+            request = self._sheets.batchUpdate(
+                spreadsheetId=spreadsheet_id, body={"requests": requests}
+            )
+            self._execute(request, write=True)
 
     def read_values(self, spreadsheet_id: str, a1_range: str) -> list[list[str]]:
         """The cells of a range as text (one read). An empty range gives ``[]``."""
@@ -200,7 +252,7 @@ class SheetsClient:
         self,
         spreadsheet_id: str,
         a1_range: str,
-        rows: Sequence[Sequence[str]],
+        rows: Sequence[Sequence[str | int | float]],
     ) -> AppendResult:
         """Append rows RAW below the table (one write). Never retried here, and never
         running past :attr:`deadline` (the run's lease ends soon after)."""

@@ -15,7 +15,6 @@ def test_a_rolled_title_numbers_the_tab_and_stays_within_googles_length():
 def test_keeping_rows_keeps_the_list_head_they_came_from():
     batch = Batch(
         consumed=["a", "b", "c", "d"],
-        header=["Answer ID"],
         rows=[["a"], ["c"], ["d"]],
         appended_ids=["a", "c", "d"],
         positions=[0, 2, 3],

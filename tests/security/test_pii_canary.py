@@ -70,7 +70,9 @@ NOT_FOUND = {
 
 
 class StubGoogle:
-    """Google's token endpoint and the Sheets calls of a flush, on a free port."""
+    """Google's token endpoint and the Sheets calls of a flush, on a free port. Only
+    appends are refused: the canary is in rows, never in row 1, so the header's titles
+    and formats (values.update, batchUpdate) are always accepted."""
 
     def __init__(self) -> None:
         self.appended: list[tuple[str, str]] = []
@@ -96,6 +98,18 @@ class StubGoogle:
                 elif found := APPEND.fullmatch(path):
                     stub.appended.append((found["sid"], body))
                     self.answer(*stub.append(found["sid"], json.loads(body)["values"]))
+                elif path.endswith(":batchUpdate"):
+                    self.answer(200, {"spreadsheetId": path.split("/")[3], "replies": [{}]})
+                else:
+                    self.answer(404, NOT_FOUND)
+
+            def do_PUT(self) -> None:  # values.update: row 1's titles
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                path = unquote(urlsplit(self.path).path)
+                if found := VALUES.fullmatch(path):
+                    self.answer(
+                        200, {"spreadsheetId": found["sid"], "updatedRange": found["range"]}
+                    )
                 else:
                     self.answer(404, NOT_FOUND)
 

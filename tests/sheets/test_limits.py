@@ -69,8 +69,13 @@ def test_four_workers_never_exceed_the_quotas_and_use_most_of_them(world, worker
     assert stats["max_in_window"]["all"] <= PER_PROJECT, stats["max_in_window"]
 
     requests = stats["requests"]["total"]
-    assert requests == 3 * BUFFERS, stats["requests"]
-    # Every buffer needs 3 requests (sheet title, header, append); 3 accounts x 48 is
+    kinds = ("spreadsheets.get", "values.get", "values.update", "spreadsheets.batchUpdate")
+    assert {kind: stats["requests"]["by_kind"][kind] for kind in (*kinds, "values.append")} == (
+        dict.fromkeys((*kinds, "values.append"), BUFFERS)
+    ), stats["requests"]
+    assert requests == 5 * BUFFERS
+    # Every buffer needs 5 requests (sheet title and time zone, row 1 read, its titles,
+    # the date columns' formats, the append); 3 accounts x 48 is
     # more than the project's 120, so the project limit binds. Requests PER_PROJECT apart
     # may come no closer than the window; how close they come on average is how much of
     # the limit the pipeline used.

@@ -1,7 +1,7 @@
 """Full sheets roll over to new tabs.
 
 Revision ID: 0005
-Revises: 0003
+Revises: 0004_column_maps
 Create Date: 2026-11-23
 
 - ``spread_sheet.tab_number``, ``tab_sheet_id``, ``tab_cells``: the tab a link's answers
@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0005"
-down_revision: str | None = "0003"
+down_revision: str | None = "0004_column_maps"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,0 +1,70 @@
+"""``sheetsync links``: list links, resume a paused one.
+
+A link pauses when row 1 of its sheet no longer matches its columns (a header a person
+changed so that no column can be found again); nothing is written to it until it is
+resumed. Fix row 1 first: the next write checks it again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Annotated
+
+import typer
+
+from sheetsync.cli.helpformat import HelpCommand, new_app
+from sheetsync.cli.output import counted, heading, hint, out, print_json, table
+from sheetsync.cli.runtime import open_pipeline
+from sheetsync.ops.text import clip, short_time
+
+app = new_app("Links: which form sends its answers to which sheet.")
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+@app.command("list", cls=HelpCommand)
+def list_links(
+    *,
+    paused: Annotated[bool, typer.Option("--paused", help="Only paused links.")] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """List links: form, spreadsheet, gid, owner, columns mapped, and why one is paused."""
+    from sheetsync.ops import links
+
+    with open_pipeline() as pipeline:
+        rows = links.list_links(pipeline, paused_only=paused)
+    if as_json:
+        print_json({"links": [dataclasses.asdict(row) for row in rows]})
+        return
+    heading(counted(len(rows), "link"))
+    shown = table("id", "form", "spreadsheet", "gid", "owner", "columns", "paused", right=("id",))
+    for row in rows:
+        why = f"{short_time(row.paused_at)}: {clip(row.paused_reason)}" if row.paused_reason else ""
+        shown.add_row(
+            str(row.id), row.form, row.spreadsheet, str(row.gid), row.owner, str(row.columns), why
+        )
+    out.print(shown)
+
+
+@app.command("resume", cls=HelpCommand)
+def resume(
+    link_id: Annotated[int, typer.Argument(metavar="LINK", help="The link's id.")],
+    *,
+    as_json: JsonFlag = False,
+) -> None:
+    """Resume a paused link: row 1 is checked again before its next write, and the
+    answers that waited (a PAUSED dead letter) are due now."""
+    from sheetsync.ops import links
+
+    with open_pipeline() as pipeline:
+        resumed = links.resume(pipeline, link_id)
+    if as_json:
+        print_json(dataclasses.asdict(resumed))
+        return
+    state = "resumed" if resumed.was_paused else "was not paused"
+    out.print(
+        f"link {link_id} {state}; {counted(resumed.due_dead_letters, 'dead letter')} due now",
+        markup=False,
+    )
+    if resumed.due_dead_letters:
+        hint("the beat replays them within a minute; `sheetsync dlq replay` sends them at once")

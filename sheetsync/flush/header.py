@@ -1,0 +1,165 @@
+"""Row 1 of a link's sheet, kept in step with its column map (docs/ARCHITECTURE.md,
+"Columns").
+
+:func:`columns_for_batch` runs before every batch is built. In the steady state (the
+map settled, and the sheet cache says row 1 was checked) it costs one SELECT and no
+Sheets request. Otherwise, holding the link's row lock (so concurrent flushes of one
+link change its map one at a time), it reads row 1, matches the map against it
+(:func:`sheetsync.flush.columns.plan_header`), writes the titles that are missing and
+the number formats of new date columns, and only then records the map: a crash between
+the writes and the record repeats idempotent writes, and the next check adopts titles
+it finds already written. A row 1 that cannot be matched pauses the link, with an
+alert, and nothing is written.
+
+:func:`write_header` writes a link's whole header to a given tab (a new tab after a
+roll-over).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+
+from sqlalchemy.orm import Session
+
+from sheetsync.alerts import send_alert_once
+from sheetsync.flush import columns
+from sheetsync.flush.columns import ColumnState, HeaderPlan, LinkPaused
+from sheetsync.flush.rows import FormLayout
+from sheetsync.flush.writer import SheetWriter
+from sheetsync.sheets.client import SheetsClient, quote_title
+
+log = logging.getLogger(__name__)
+
+
+def columns_for_batch(writer: SheetWriter, form: FormLayout) -> FormLayout:
+    """The layout the next batch's rows are built with: the link's map, with row 1
+    checked (when the cached check is gone) and every column's title in it."""
+    p, key = writer.p, writer.key
+    with p.sessions.begin() as session:
+        link_id = columns.link_of(session, key).id
+        row1_has_work = columns.sync_with_form(session, link_id, form, p.settings)
+    if row1_has_work or not p.store.sheet_cache(key).header_ok:
+        _check_header(writer, link_id)
+    with p.sessions() as session:
+        return columns.layout_of(session, link_id, form)
+
+
+def _check_header(writer: SheetWriter, link_id: int) -> None:
+    p, key = writer.p, writer.key
+    title = writer.title()
+    with p.sessions.begin() as session:
+        columns.lock(session, link_id)
+        found = columns.states(session, link_id)
+        first_row = _first_row(writer, title)
+        plan = columns.plan_header(first_row, found)
+        if plan.problem is None:
+            formatted = _write(writer, title, plan, found, first_row)
+            columns.save(session, link_id, plan, formatted)
+        else:
+            columns.pause(session, link_id, plan.problem)
+    p.store.forget_sheet(key, "row1", "row1_ms")
+    if plan.problem is not None:
+        p.store.forget_sheet(key, "header_ok")
+        message = (
+            f"link {link_id} (form {key.submission_id} to spreadsheet {key.spread_sheet_id}, "
+            f"gid {key.sheet_id}) is paused: {plan.problem}. Nothing is written to it; fix "
+            f"row 1, then run `sheetsync links resume {link_id}`"
+        )
+        send_alert_once(p.redis, f"paused:{link_id}", message, settings=p.settings)
+        raise LinkPaused(message)
+    p.store.remember_sheet(key, header_ok=1)
+
+
+def _first_row(writer: SheetWriter, title: str) -> list[str]:
+    """Row 1: as read by this buffer's previous check if the rate limit cut that one
+    short within a lease (so each try makes progress), else read now."""
+    p, key = writer.p, writer.key
+    cells = p.store.first_row(key, max_age_ms=int(p.settings.lease_s * 3000))
+    if cells is None:
+        writer.renew()
+        read = writer.client.read_values(key.spread_sheet_id, f"{quote_title(title)}!1:1")
+        writer.tally.requests.append("values.get")
+        cells = read[0] if read else []
+        p.store.remember_first_row(key, cells)
+    return cells
+
+
+def _write(
+    writer: SheetWriter,
+    title: str,
+    plan: HeaderPlan,
+    found: Sequence[ColumnState],
+    first_row: Sequence[str],
+) -> set[str]:
+    """Write the plan's titles and the missing number formats; returns the ids of the
+    columns whose format is now set."""
+    formats = {
+        plan.positions[c.question_id]: fmt
+        for c in found
+        if not c.formatted and (fmt := columns.number_format(c.question_id, c.type))
+    }
+    if plan.writes:
+        writer.renew()
+        write_cells(writer.client, writer.key.spread_sheet_id, title, plan.writes)
+        writer.tally.requests.append("values.update")
+        written = list(first_row) + [""] * (max(plan.writes) + 1 - len(first_row))
+        for index, text in plan.writes.items():
+            written[index] = text
+        writer.p.store.remember_first_row(writer.key, written)
+        log.info("flush of %s wrote %d header cells", writer.key.base, len(plan.writes))
+    if formats:
+        writer.renew()
+        writer.client.set_number_formats(writer.key.spread_sheet_id, writer.key.sheet_id, formats)
+        writer.tally.requests.append("spreadsheets.batchUpdate")
+    return {
+        c.question_id
+        for c in found
+        if not c.formatted and columns.number_format(c.question_id, c.type)
+    }
+
+
+def write_cells(
+    client: SheetsClient, spreadsheet_id: str, title: str, cells: Mapping[int, str]
+) -> None:
+    """Write ``{column index: text}`` into row 1, one ``values.update`` per run of
+    adjacent cells (the common cases, a new sheet or new questions, are one run). Every
+    request takes a rate-limit slot (the client's ``acquire``)."""
+    for start, texts in _runs(cells):
+        end = start + len(texts) - 1
+        a1 = f"{quote_title(title)}!{columns.column_letters(start)}1:{columns.column_letters(end)}1"
+        client.update_values(spreadsheet_id, a1, [texts])
+
+
+def write_header(
+    session: Session, client: SheetsClient, link_id: int, spreadsheet_id: str, gid: int, title: str
+) -> None:
+    """Write link ``link_id``'s whole header, with its number formats, into row 1 of tab
+    ``title`` (gid ``gid``): for a new tab that continues the link (a roll-over). Two
+    requests, each through the client's rate limiter; both idempotent."""
+    found = [c for c in columns.states(session, link_id) if c.position is not None]
+    cells = {c.position: c.written_title or c.title for c in found if c.position is not None}
+    if not cells:
+        return
+    width = max(cells) + 1
+    client.update_values(
+        spreadsheet_id,
+        f"{quote_title(title)}!A1",
+        [[cells.get(index, "") for index in range(width)]],
+    )
+    formats = {
+        c.position: fmt
+        for c in found
+        if c.position is not None and (fmt := columns.number_format(c.question_id, c.type))
+    }
+    client.set_number_formats(spreadsheet_id, gid, formats)
+
+
+def _runs(cells: Mapping[int, str]) -> list[tuple[int, list[str]]]:
+    runs: list[tuple[int, list[str]]] = []
+    for index in sorted(cells):
+        if runs and runs[-1][0] + len(runs[-1][1]) == index:
+            runs[-1][1].append(cells[index])
+        else:
+            runs.append((index, [cells[index]]))
+    return runs

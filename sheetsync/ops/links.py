@@ -1,0 +1,87 @@
+"""Links as an operator sees them: list them, resume a paused one.
+
+A link pauses when row 1 of its sheet can no longer be matched with its column map
+(docs/ARCHITECTURE.md, "Columns"); its answers wait in a PAUSED dead letter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import func, select
+
+from sheetsync.errors import NotFoundError
+from sheetsync.keys import BufferKey
+from sheetsync.models import SheetColumn, SpreadSheet
+from sheetsync.pipeline import Pipeline
+from sheetsync.recovery import deadletters
+
+
+@dataclass(frozen=True)
+class LinkRow:
+    id: int
+    form: str
+    spreadsheet: str
+    gid: int
+    owner: str
+    columns: int
+    paused_reason: str | None
+    paused_at: datetime | None
+
+
+@dataclass(frozen=True)
+class Resumed:
+    link_id: int
+    was_paused: bool
+    due_dead_letters: int
+
+
+def list_links(pipeline: Pipeline, *, paused_only: bool = False) -> list[LinkRow]:
+    """Every link (or every paused one), with how many columns its map has."""
+    counts = (
+        select(SheetColumn.link_id, func.count().label("n"))
+        .group_by(SheetColumn.link_id)
+        .subquery()
+    )
+    query = (
+        select(SpreadSheet, func.coalesce(counts.c.n, 0))
+        .outerjoin(counts, counts.c.link_id == SpreadSheet.id)
+        .order_by(SpreadSheet.id)
+    )
+    if paused_only:
+        query = query.where(SpreadSheet.paused_reason.is_not(None))
+    with pipeline.sessions() as session:
+        return [
+            LinkRow(
+                link.id,
+                link.submission_id,
+                link.spread_sheet_id,
+                link.sheet_id,
+                link.create_user_id,
+                int(count),
+                link.paused_reason,
+                link.paused_at,
+            )
+            for link, count in session.execute(query)
+        ]
+
+
+def resume(pipeline: Pipeline, link_id: int) -> Resumed:
+    """Resume a paused link: it writes again after checking row 1 afresh, and its
+    PAUSED dead letters are due now (the beat replays them). Resuming a link that is not
+    paused changes nothing but the check of row 1."""
+    with pipeline.sessions.begin() as session:
+        link = session.get(SpreadSheet, link_id, with_for_update=True)
+        if link is None:
+            raise NotFoundError(f"link {link_id} does not exist")
+        was_paused = link.paused_reason is not None
+        link.paused_reason = None
+        link.paused_at = None
+        due = deadletters.make_paused_due(
+            session, link.submission_id, link.spread_sheet_id, link.sheet_id
+        )
+        owner, form = link.create_user_id, link.submission_id
+        key = BufferKey(owner, form, link.spread_sheet_id, link.sheet_id)
+    pipeline.store.forget_sheet(key, "header_ok")
+    return Resumed(link_id, was_paused, due)
