@@ -151,13 +151,15 @@ class Tabs:
         gid = next((g for g, t in titles.items() if t == title), None)
         if gid is None:
             gid = self._add_tab(title, header)
-            with self.p.sessions() as session:  # the map's number formats, as on tab 1
-                write_header(
-                    session, self.client, self.tab.link_id, self.key.spread_sheet_id, gid, title
-                )
-            self.tally.requests += ["values.update", "spreadsheets.batchUpdate"]
         else:
             log.info("link of %s: tab %r exists already; continuing there", self.key.base, title)
+        # The map's number formats, as on tab 1; also for a tab a run made before it died
+        # (both requests are idempotent).
+        with self.p.sessions() as session:
+            write_header(
+                session, self.client, self.tab.link_id, self.key.spread_sheet_id, gid, title
+            )
+        self.tally.requests += ["values.update", "spreadsheets.batchUpdate"]
         with self.p.sessions.begin() as session:
             session.execute(
                 update(SpreadSheet)
