@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import statistics
 import sys
 import time
 from collections import Counter
@@ -35,11 +34,17 @@ from sqlalchemy import func, select
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_pipeline import GENEROUS, Stack, stack_for_bench, wait_for  # noqa: E402
+from bench_pipeline import (  # noqa: E402
+    GENEROUS,
+    Stack,
+    another_form,
+    limit_used,
+    stack_for_bench,
+    wait_for,
+)
 
 from sheetsync import emit_answer_submitted, ledger  # noqa: E402
 from sheetsync.buffers.push import push  # noqa: E402
-from sheetsync.dev.seed import link_sheet, seed_form  # noqa: E402
 from sheetsync.keys import BufferKey  # noqa: E402
 from sheetsync.models import SheetTransaction, TransactionType  # noqa: E402
 
@@ -143,12 +148,8 @@ def bench_herd(stack: Stack, buffers: int = 30, per_buffer: int = 300) -> None:
     first, [link] = stack.form("herd")
     links = [(first, link)]
     for _ in range(buffers - 1):
-        with stack.pipeline.sessions.begin() as session:
-            form = seed_form(session, owner_id="herd")
-        spreadsheet_id, gids = stack.admin.create_spreadsheet("google-herd", "H", ["Responses"])
-        with stack.pipeline.sessions.begin() as session:
-            link_sheet(session, form, spreadsheet_id, gids["Responses"])
-        links.append((form, (spreadsheet_id, gids["Responses"])))
+        form, [sheet] = another_form(stack, "herd")
+        links.append((form, sheet))
     stack.admin.set_quotas(
         read_per_account=limit,
         write_per_account=limit,
@@ -180,9 +181,7 @@ def bench_herd(stack: Stack, buffers: int = 30, per_buffer: int = 300) -> None:
         stats = stack.admin.stats(times=True)
         runs = _runs(stack) - runs_before
         count = appends(stack)
-        times = stats["served_times"]
-        gaps = [times[i + limit] - times[i] for i in range(len(times) - limit)]
-        used = window / statistics.mean(gaps)
+        gaps, used = limit_used(stats["served_times"], limit, window)
         endings = _endings(stack) - endings_before
         print(
             f"  {phase}: {runs} flush runs for {count} appends = {runs / count:.2f} runs per "

@@ -292,7 +292,7 @@ def bench_backlog(stack: Stack, answers: int = 50_000, sheets: int = 10) -> None
     per_sheet = answers // sheets
     targets = []
     for n in range(sheets):
-        form, [link] = stack.form("backlog") if n == 0 else _another_form(stack, "backlog")
+        form, [link] = stack.form("backlog") if n == 0 else another_form(stack, "backlog")
         ids = stack.answers(form, per_sheet, f"b{n}")
         key = BufferKey(form.owner_id, form.submission_id, *link)
         with stack.pipeline.sessions.begin() as session:
@@ -315,10 +315,7 @@ def bench_backlog(stack: Stack, answers: int = 50_000, sheets: int = 10) -> None
     stats = stack.admin.stats(times=True)
     landed = sum(stack.rows(link) for _, _, link in targets)
     times = stats["served_times"]
-    # Requests `limit` apart can be no closer than the window (the limiter's promise);
-    # how close they come on average is how much of the limit the pipeline used.
-    gaps = [times[i + limit] - times[i] for i in range(len(times) - limit)]
-    used = window / statistics.mean(gaps)
+    gaps, used = limit_used(times, limit, window)
     print(
         f"backlog of {answers:,} answers over {sheets} sheets of one account "
         f"(window {window:g} s, limit {limit}, margin {margin:g} s): {len(times)} requests in "
@@ -329,11 +326,20 @@ def bench_backlog(stack: Stack, answers: int = 50_000, sheets: int = 10) -> None
     )
 
 
+def limit_used(times: list[float], limit: int, window: float) -> tuple[list[float], float]:
+    """The gaps between requests ``limit`` apart, and the share of the limit used.
+
+    Requests ``limit`` apart can be no closer than the window (the limiter's promise);
+    how close they come on average is how much of the limit the pipeline used."""
+    gaps = [times[i + limit] - times[i] for i in range(len(times) - limit)]
+    return gaps, window / statistics.mean(gaps)
+
+
 def _appends(stack: Stack) -> int:
     return int(stack.admin.stats()["requests"]["by_kind"].get("values.append", 0))
 
 
-def _another_form(stack: Stack, owner: str) -> tuple[SeededForm, list[tuple[str, int]]]:
+def another_form(stack: Stack, owner: str) -> tuple[SeededForm, list[tuple[str, int]]]:
     with stack.pipeline.sessions.begin() as session:
         form = seed_form(session, owner_id=owner)
     spreadsheet_id, gids = stack.admin.create_spreadsheet(f"google-{owner}", "B", ["Responses"])
