@@ -26,7 +26,7 @@ endef
 LOCK_CHECK := $(VENV)/lock-check
 IMAGE ?= sheetsync:local
 
-.PHONY: install test test-fast lint lock lock-check image demo bench chaos flower worker beat emulator clean
+.PHONY: install browser test test-fast lint lock lock-check image demo bench chaos flower worker beat emulator clean
 
 install: $(STAMP)
 
@@ -38,7 +38,15 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $(STAMP)
 
-test: install
+# The web tests drive Debian's chromium through chromium-driver: installed when missing.
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
+	  echo "make browser: installing chromium and chromium-driver (apt-get)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get install -y -q chromium chromium-driver >/dev/null 2>&1 || \
+	  { $$SUDO apt-get update -q >/dev/null && $$SUDO apt-get install -y -q chromium chromium-driver >/dev/null; }; }
+
+test: install browser
 	$(BIN)/pytest
 
 lint: install
