@@ -14,7 +14,13 @@ from sqlalchemy import func, select
 
 from sheetsync.errors import ValidationError
 from sheetsync.keys import BUFFER_INDEX, BufferKey, rate_account_key
-from sheetsync.models import DeadLetter, DeadLetterStatus, GoogleCredential, utcnow
+from sheetsync.models import (
+    CredentialStatus,
+    DeadLetter,
+    DeadLetterStatus,
+    GoogleCredential,
+    utcnow,
+)
 from sheetsync.ops import heartbeats
 from sheetsync.pipeline import Pipeline
 
@@ -179,6 +185,18 @@ def collect_dead_letters(pipeline: Pipeline) -> dict[str, Any]:
         "counts": counts,
         "pending_due_now": int(due_now or 0),
     }
+
+
+def collect_credentials(pipeline: Pipeline) -> dict[str, int]:
+    """Google credentials by status (every status, 0 when none)."""
+    with pipeline.sessions() as session:
+        rows = session.execute(
+            select(GoogleCredential.status, func.count()).group_by(GoogleCredential.status)
+        ).all()
+    counts = {status.value: 0 for status in CredentialStatus}
+    for state, count in rows:
+        counts[str(state)] = int(count)
+    return counts
 
 
 def collect_limiter(pipeline: Pipeline) -> dict[str, Any]:
