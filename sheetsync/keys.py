@@ -35,6 +35,10 @@ ALERTED = f"{PREFIX}:alerted:"
 HEARTBEATS = f"{PREFIX}:heartbeats"
 #: HASH per process (role, queues, pid, seen), expiring with its heartbeat.
 HEARTBEAT = f"{PREFIX}:heartbeat:"
+#: HASH of the pipeline's event counters and histogram buckets (rows appended, flush
+#: durations, Sheets requests, ledger transitions), summed over every process; the
+#: metrics exporter reads it (:mod:`sheetsync.metrics.events`).
+METRICS_EVENTS = f"{PREFIX}:metrics:events"
 
 _ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 _BASE = re.compile(

@@ -1,5 +1,8 @@
 """The SheetTransaction ledger: where each (answer, sheet) stands.
 
+Every write goes through here, so here is where each transition is counted
+(``sheetsync_ledger_transitions_total{to}``, in memory until the process publishes).
+
 ENQUEUED is the outbox row written at emit; COMPLETED, DEAD_LETTERED and FAILED are the
 settled states a flush moves it to. Writes are bulk upserts (one statement per state),
 so a batch of 5000 costs one round trip, and replaying a write is harmless.
@@ -17,6 +20,8 @@ from sqlalchemy import String, Table, bindparam, case, cast, literal, or_, selec
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from sheetsync.metrics import events
+from sheetsync.metrics.names import LEDGER_TRANSITIONS
 from sheetsync.models import (
     SheetTransaction,
     SpreadSheet,
@@ -91,6 +96,7 @@ def record_many(
     """Upsert one state for many ids, each with its own error message (or None)."""
     if not errors_by_id:
         return
+    events.count(LEDGER_TRANSITIONS, len(errors_by_id), to=state.value)
     now = now or utcnow()
     statement = _upsert(session.get_bind().dialect.name)
     items = list(errors_by_id.items())
@@ -170,8 +176,13 @@ def claim_for_emit(
         },
         where=table.c.type.in_(EMITTABLE),
     ).returning(table.c.spread_sheet_id, table.c.sheet_id)
-    recorded = session.execute(claiming)
-    return {(spread_sheet_id, int(sheet_id)) for spread_sheet_id, sheet_id in recorded}
+    recorded = {
+        (spread_sheet_id, int(sheet_id)) for spread_sheet_id, sheet_id in session.execute(claiming)
+    }
+    for spread_sheet_id, sheet_id, state, _ in entries:
+        if (spread_sheet_id, sheet_id) in recorded:
+            events.count(LEDGER_TRANSITIONS, to=state.value)
+    return recorded
 
 
 #: What a refused link records (the emit knows the link's id and owner from its routes).
@@ -203,10 +214,13 @@ def claim_for_links(
         parameters["allowed_link_ids"] = list(allowed_link_ids)
     if only_link_ids is not None:
         parameters["only_link_ids"] = list(only_link_ids)
-    return [
+    written = [
         (str(answer_id), str(spreadsheet), int(gid), TransactionType(state))
         for answer_id, spreadsheet, gid, state in session.execute(statement, parameters)
     ]
+    for state in TransactionType:
+        events.count(LEDGER_TRANSITIONS, sum(row[3] is state for row in written), to=state.value)
+    return written
 
 
 @functools.cache

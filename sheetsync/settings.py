@@ -13,7 +13,7 @@ import difflib
 import functools
 import logging
 import os
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -145,6 +145,12 @@ class Settings(BaseSettings):
     #: create its links. A dotted path (``package.module:function``) to a function
     #: ``(session, link, form) -> bool`` can allow collaborators.
     link_authorizer: str | None = None
+
+    #: ``text`` (the default) or ``json``: one JSON object per line, for a log pipeline.
+    log_format: Literal["text", "json"] = "text"
+    #: Buffers the metrics exporter reads per scrape, oldest first (the depth and age
+    #: gauges cover these; ``sheetsync_buffers`` counts them all).
+    metrics_buffers_max: int = Field(10_000, ge=1)
 
     workers_priority: int = Field(5, ge=1)
     workers_default: int = Field(3, ge=1)

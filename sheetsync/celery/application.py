@@ -11,8 +11,15 @@ import sys
 from typing import Any
 
 from celery import Celery
-from celery.signals import worker_init, worker_process_init, worker_ready
+from celery.signals import (
+    after_setup_logger,
+    after_setup_task_logger,
+    worker_init,
+    worker_process_init,
+    worker_ready,
+)
 
+from sheetsync import logs
 from sheetsync.celery.config import config_for
 from sheetsync.errors import ConfigError
 from sheetsync.pipeline import reset_pipeline
@@ -63,6 +70,15 @@ def _warn_if_redis_may_evict(**_: Any) -> None:
     warning = redis_urls.eviction_warning(get_pipeline().redis)
     if warning:
         logging.getLogger(__name__).warning("%s", warning)
+
+
+@after_setup_logger.connect
+@after_setup_task_logger.connect
+def _log_format(logger: logging.Logger | None = None, **_: Any) -> None:
+    # Celery has added its handlers (it leaves the root's alone when it has some: the
+    # root logger is not hijacked); SHEETSYNC_LOG_FORMAT=json gives them the JSON lines.
+    if logger is not None:
+        logs.apply(logs.configured_format(), logger.handlers)
 
 
 @worker_process_init.connect

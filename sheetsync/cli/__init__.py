@@ -17,7 +17,8 @@ from collections.abc import Sequence
 import typer
 from typer.main import get_command
 
-from sheetsync.cli import admin, backfill, dlq, health, links, resend
+from sheetsync import logs
+from sheetsync.cli import admin, backfill, dlq, health, links, metrics, resend
 from sheetsync.cli.helpformat import HelpCommand, new_app
 from sheetsync.cli.output import (
     ABORTS,
@@ -48,6 +49,7 @@ app.add_typer(admin.db_app, name="db")
 app.add_typer(admin.credentials_app, name="credentials")
 app.add_typer(admin.keys_app, name="keys")
 app.add_typer(admin.pii_app, name="pii")
+app.command("metrics", cls=HelpCommand)(metrics.metrics)
 app.command("emulator", cls=HelpCommand)(admin.emulator)
 app.command("demo", cls=HelpCommand)(admin.demo)
 
@@ -73,7 +75,8 @@ def _setup_logging() -> None:
     root = logging.getLogger()
     if not any(isinstance(h, _StderrHandler) for h in root.handlers):
         handler = _StderrHandler()
-        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        log_format = logs.configured_format()
+        handler.setFormatter(logs.formatter(log_format, "%(levelname)s %(name)s: %(message)s"))
         root.addHandler(handler)
     root.setLevel(logging.WARNING)
 

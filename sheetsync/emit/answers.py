@@ -31,6 +31,7 @@ from sheetsync.buffers.push import push
 from sheetsync.emit.routing import FormRoutes, Route, RoutingCache
 from sheetsync.errors import NotFoundError
 from sheetsync.keys import BufferKey, check_id
+from sheetsync.metrics import events as metric_events
 from sheetsync.models import SheetTransaction, SubmissionAnswer, TransactionType
 from sheetsync.pipeline import Pipeline, get_pipeline
 
@@ -282,6 +283,7 @@ def _push_now(pipeline: Pipeline, pushes: Pushes) -> bool:
     ok = True
     for same_ids, targets in by_ids.items():
         ok = push(pipeline.store, targets, same_ids) and ok
+    metric_events.publish_soon(pipeline.redis)  # the ledger transitions counted by the emit
     return ok
 
 

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Literal
 
+import redis
+
 from sheetsync.dispatch import FlushTask
 from sheetsync.errors import SheetsError
+from sheetsync.metrics import events
+from sheetsync.metrics.names import FLUSH_DURATION, FLUSH_RUNS, ROWS_APPENDED
+
+log = logging.getLogger("sheetsync.flush.run")
 
 #: ``done``: nothing left to do; ``again``: send ``next``; ``superseded``: the token was
 #: no longer the buffer's; ``fenced``: a newer run took the buffer over mid-run;
@@ -42,3 +49,34 @@ class Outcome:
             f"{self.status}: appended {self.tally.appended}, parked {self.tally.parked}, "
             f"failed {self.tally.failed}; Sheets requests: {requests}"
         )
+
+
+def report_run(client: redis.Redis, token: str, outcome: Outcome | None, took_s: float) -> None:
+    """Count a run (``None``: it raised) and log it as one ``flush.run`` event: its
+    token, buffer, rows, duration and outcome. Publishing never raises."""
+    status = outcome.status if outcome is not None else "error"
+    tally = outcome.tally if outcome is not None else Tally()
+    events.count(FLUSH_RUNS, outcome=status)
+    events.count(ROWS_APPENDED, tally.appended)
+    events.observe(FLUSH_DURATION, took_s)
+    events.publish(client)
+    log.info(
+        "flush %s %s: appended %d, failed %d, parked %d in %d ms",
+        token,
+        status,
+        tally.appended,
+        tally.failed,
+        tally.parked,
+        round(took_s * 1000),
+        extra={
+            "event": "flush.run",
+            "token": token,
+            "buffer": token.rpartition("#")[0],
+            "outcome": status,
+            "rows": tally.appended,
+            "failed": tally.failed,
+            "parked": tally.parked,
+            "requests": len(tally.requests),
+            "duration_ms": round(took_s * 1000, 1),
+        },
+    )

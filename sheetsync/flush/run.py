@@ -22,12 +22,14 @@ from sheetsync.errors import CredentialError, HoldForBatch, RateLimited, WaitFor
 from sheetsync.flush import header, intents
 from sheetsync.flush.batches import Batch, BatchBuilder
 from sheetsync.flush.endings import end_with
-from sheetsync.flush.outcomes import Outcome, Tally
+from sheetsync.flush.outcomes import Outcome, Tally, report_run
 from sheetsync.flush.rollover import Tab, Tabs, tab_of
 from sheetsync.flush.rows import FormLayout, header_row
 from sheetsync.flush.typed import link_zone
 from sheetsync.flush.writer import SheetWriter, fenced, request_deadline
 from sheetsync.keys import BufferKey, token_buffer
+from sheetsync.metrics import events
+from sheetsync.metrics.names import BATCH_SIZE
 from sheetsync.models import CredentialStatus, GoogleCredential, TransactionType
 from sheetsync.pipeline import Pipeline
 from sheetsync.sheets.client import SheetsClient, quote_title
@@ -47,7 +49,18 @@ DEFAULT_HOLD_RECHECK_S = 0.5
 
 
 def flush(pipeline: Pipeline, token: str) -> Outcome:
-    """Run the flush task whose id is ``token``."""
+    """Run the flush task whose id is ``token``; count and log how it went (one
+    structured ``flush.run`` event, and the run's metrics published in one round trip)."""
+    started = time.monotonic()
+    outcome: Outcome | None = None
+    try:
+        outcome = _flush(pipeline, token)
+        return outcome
+    finally:
+        report_run(pipeline.redis, token, outcome, time.monotonic() - started)
+
+
+def _flush(pipeline: Pipeline, token: str) -> Outcome:
     key = token_buffer(token)
     lease = pipeline.store.claim(key, token)
     if lease is None:
@@ -340,6 +353,8 @@ class FlushRun:
             batch.appended_ids,
             after_row=cache.last_row,
         )
+        if appended.landed:
+            events.observe(BATCH_SIZE, len(appended.landed))
         last_row: int | str | None = appended.last_row
         if appended.landed and last_row is None:
             last_row = "-"  # landed, but Google's reply did not say where

@@ -14,7 +14,13 @@ from sqlalchemy import func, select
 
 from sheetsync.errors import ValidationError
 from sheetsync.keys import BUFFER_INDEX, BufferKey, rate_account_key
-from sheetsync.models import DeadLetter, DeadLetterStatus, GoogleCredential, utcnow
+from sheetsync.models import (
+    CredentialStatus,
+    DeadLetter,
+    DeadLetterStatus,
+    GoogleCredential,
+    utcnow,
+)
 from sheetsync.ops import heartbeats
 from sheetsync.pipeline import Pipeline
 
@@ -23,6 +29,11 @@ PIPELINE_CHUNK = 1000
 
 
 def collect_buffers(pipeline: Pipeline, limit: int) -> dict[str, Any]:
+    """The buffers of the index, oldest first, up to ``limit``. A buffer's
+    ``oldest_age_s`` is the age of the oldest id still in it, read from its arrival runs
+    (the index score lags behind them: ids pushed while a run drains the list keep the
+    score of ids trimmed since); ``age_source`` says ``arrivals``, or ``index`` for a
+    buffer with no runs noted."""
     client = pipeline.redis
     seconds, micros = client.time()  # Redis's clock: ages agree whatever this host's says
     now = seconds * 1000 + micros // 1000
@@ -44,10 +55,14 @@ def collect_buffers(pipeline: Pipeline, limit: int) -> dict[str, Any]:
         for key, _ in keys[start : start + PIPELINE_CHUNK]:
             pipe.llen(key.buf)
             pipe.hgetall(key.job)
+            pipe.lindex(key.times, 0)
         replies.extend(pipe.execute())
     items = []
-    for index, (key, oldest_ms) in enumerate(keys):
-        depth, job = replies[2 * index], _decoded(replies[2 * index + 1])
+    for index, (key, index_ms) in enumerate(keys):
+        depth, raw_job, head = replies[3 * index : 3 * index + 3]
+        job = _decoded(raw_job)
+        arrived_ms = _run_start_ms(head)
+        oldest_ms = index_ms if arrived_ms is None else arrived_ms
         items.append(
             {
                 "base": key.base,
@@ -57,10 +72,20 @@ def collect_buffers(pipeline: Pipeline, limit: int) -> dict[str, Any]:
                 "sheet_id": key.sheet_id,
                 "depth": int(depth),
                 "oldest_age_s": round(max(0, now - oldest_ms) / 1000, 3),
+                "age_source": "index" if arrived_ms is None else "arrivals",
                 "job": _job(job, now) if job else None,
             }
         )
     return {"total": total, "shown": len(items), "items": items, "malformed": malformed}
+
+
+def _run_start_ms(head: Any) -> float | None:
+    """When an arrival run (``<ms>:<count>``) began, or None (no run, or malformed)."""
+    if head is None:
+        return None
+    text = head.decode() if isinstance(head, bytes) else str(head)
+    at, sep, _ = text.partition(":")
+    return float(at) if sep and at.isdigit() else None
 
 
 def _decoded(raw: dict[Any, Any]) -> dict[str, str]:
@@ -160,6 +185,18 @@ def collect_dead_letters(pipeline: Pipeline) -> dict[str, Any]:
         "counts": counts,
         "pending_due_now": int(due_now or 0),
     }
+
+
+def collect_credentials(pipeline: Pipeline) -> dict[str, int]:
+    """Google credentials by status (every status, 0 when none)."""
+    with pipeline.sessions() as session:
+        rows = session.execute(
+            select(GoogleCredential.status, func.count()).group_by(GoogleCredential.status)
+        ).all()
+    counts = {status.value: 0 for status in CredentialStatus}
+    for state, count in rows:
+        counts[str(state)] = int(count)
+    return counts
 
 
 def collect_limiter(pipeline: Pipeline) -> dict[str, Any]:

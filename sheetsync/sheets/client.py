@@ -42,6 +42,7 @@ from sheetsync.errors import (
     SheetsError,
     TransientError,
 )
+from sheetsync.metrics import events
 from sheetsync.settings import Settings, get_settings
 from sheetsync.sheets.transport import SingleShotHttp
 
@@ -319,16 +320,19 @@ class SheetsClient:
         self._acquire()
         transport: SingleShotHttp = self._http.http
         transport.deadline = self.deadline
+        kind = str(getattr(request, "methodId", None) or "unknown").removeprefix("sheets.")
         try:
             result: dict[str, Any] = request.execute(http=self._http, num_retries=0)
         except Exception as exc:
             error = translate_error(exc, write=write)
+            events.sheets_request(kind, error)
             if isinstance(error, CredentialError):
                 _credentials.forget(self._refresh_token)
             # Not chained: a traceback would print Google's text (see translate_error).
             raise error from None
         finally:
             transport.deadline = None
+        events.sheets_request(kind)
         return result
 
 

@@ -1,0 +1,47 @@
+"""``sheetsync metrics --port N``: serve Prometheus metrics on ``/metrics``."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from typing import Annotated
+
+import typer
+
+from sheetsync.cli.output import fail, out
+from sheetsync.cli.runtime import open_pipeline
+
+log = logging.getLogger(__name__)
+
+
+def metrics(
+    port: Annotated[
+        int, typer.Option("--port", min=0, max=65535, help="TCP port to listen on.")
+    ] = 9808,
+    host: Annotated[
+        str, typer.Option("--host", help="Address to bind (0.0.0.0 for every interface).")
+    ] = "127.0.0.1",
+) -> None:
+    """Serve Prometheus metrics on http://HOST:PORT/metrics until interrupted.
+
+    Each scrape reads Redis and the database once: buffers, jobs, dead letters, the
+    limiter and credentials, plus the counters the workers record. docs/RUNBOOK.md
+    says what to do when an alert fires.
+    """
+    from sheetsync.metrics.server import serve
+
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    with open_pipeline() as pipeline:
+        try:
+            server, thread = serve(pipeline, host, port)
+        except OSError as exc:
+            fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
+        bound = server.server_address[1]
+        out.print(f"serving metrics on http://{host}:{bound}/metrics", markup=False)
+        log.info("metrics endpoint up", extra={"event": "metrics.serve", "port": bound})
+        stop.wait()
+        server.shutdown()
+        thread.join(timeout=5)

@@ -1,0 +1,197 @@
+"""The scrape-time collector: at each scrape, the figures ``sheetsync status`` shows, read
+through the same collectors (:mod:`sheetsync.ops.status`) once, plus the published
+events (:mod:`sheetsync.metrics.events`).
+
+The limiter is shown per project and, per account, as a distribution: how many accounts
+are idle, under half, under 90 %, under their limit, or at it, and the busiest account's
+use. An account id as a label would make one series per owner (unbounded, and an
+identifier in the metrics); the distribution answers the operator's question (is some
+account at its limit, and how many) in five series. ``sheetsync status`` names them.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector
+
+from sheetsync.metrics import events
+from sheetsync.metrics import names as n
+from sheetsync.ops import status
+from sheetsync.pipeline import Pipeline
+
+log = logging.getLogger(__name__)
+
+#: Bands of an account's use of its limit: (label, use below this share).
+USE_BANDS = (("under_50", 0.5), ("under_90", 0.9), ("under_100", 1.0))
+COUNTER_HELP = {
+    n.LEDGER_TRANSITIONS: ("Ledger rows written in each state.", ("to",)),
+    n.ROWS_APPENDED: ("Rows appended to sheets.", ()),
+    n.FLUSH_RUNS: ("Flush runs by how they ended.", ("outcome",)),
+    n.SHEETS_REQUESTS: ("Sheets API requests by kind and outcome.", ("kind", "outcome")),
+}
+HISTOGRAM_HELP = {
+    n.FLUSH_DURATION: "How long one flush run took (s).",
+    n.BATCH_SIZE: "Rows per append.",
+}
+
+
+def gauge(name: str, doc: str, value: float | None = None) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, doc, value=value)
+
+
+class PipelineCollector(Collector):
+    """Reads Redis and the database once per scrape; a source that fails shows as
+    ``sheetsync_source_up{source=...} 0`` and its metrics are left out."""
+
+    def __init__(self, pipeline: Pipeline) -> None:
+        self.pipeline = pipeline
+
+    def collect(self) -> Iterable[Metric]:
+        started = time.monotonic()
+        up = GaugeMetricFamily(
+            n.SOURCE_UP, "Whether the exporter read the source.", labels=["source"]
+        )
+        metrics: list[Metric] = []
+        for source, read in (("redis", self._from_redis), ("database", self._from_database)):
+            try:
+                metrics.extend(read())
+            except Exception as exc:
+                log.warning("metrics: could not read the %s: %s", source, type(exc).__name__)
+                up.add_metric([source], 0)
+            else:
+                up.add_metric([source], 1)
+        yield from metrics
+        yield up
+        yield gauge(n.SCRAPE_DURATION, "How long this scrape took (s).", time.monotonic() - started)
+
+    # -- Redis ---------------------------------------------------------------------------
+
+    def _from_redis(self) -> list[Metric]:
+        buffers = status.collect_buffers(self.pipeline, self.pipeline.settings.metrics_buffers_max)
+        workers = status.collect_workers(self.pipeline)
+        status.flag_stalled(buffers, workers)
+        metrics = list(_buffer_metrics(buffers))
+        live = GaugeMetricFamily(n.WORKERS, "Live worker and beat processes.", labels=["role"])
+        roles: dict[str, int] = {"worker": 0, "beat": 0}
+        for process in workers["live"]:
+            roles[str(process["role"])] = roles.get(str(process["role"]), 0) + 1
+        for role, count in sorted(roles.items()):
+            live.add_metric([role], count)
+        metrics.append(live)
+        metrics.extend(_event_metrics(events.read(self.pipeline.redis)))
+        return metrics
+
+    # -- the database (and the limiter windows of its accounts) ---------------------------
+
+    def _from_database(self) -> list[Metric]:
+        dead = status.collect_dead_letters(self.pipeline)
+        letters = GaugeMetricFamily(
+            n.DEAD_LETTERS, "Dead letters by status and reason.", labels=["status", "reason"]
+        )
+        for row in dead["counts"]:
+            letters.add_metric([row["status"], row["reason"]], row["count"])
+        credentials = GaugeMetricFamily(
+            n.CREDENTIALS, "Google credentials by status.", labels=["status"]
+        )
+        for state, count in status.collect_credentials(self.pipeline).items():
+            credentials.add_metric([state], count)
+        return [
+            letters,
+            gauge(
+                n.DEAD_LETTERS_DUE, "PENDING dead letters due for a retry.", dead["pending_due_now"]
+            ),
+            credentials,
+            *_limiter_metrics(status.collect_limiter(self.pipeline)),
+        ]
+
+
+def _buffer_metrics(buffers: dict[str, Any]) -> Iterator[Metric]:
+    depth_by_queue: dict[str, int] = {}
+    age_by_queue: dict[str, float] = {}
+    jobs: dict[str, int] = {"scheduled": 0, "running": 0}
+    overdue = 0
+    for item in buffers["items"]:
+        job = item["job"] or {}
+        queue = str(job.get("queue") or "none")
+        depth_by_queue[queue] = depth_by_queue.get(queue, 0) + int(item["depth"])
+        age_by_queue[queue] = max(age_by_queue.get(queue, 0.0), float(item["oldest_age_s"]))
+        if job.get("state"):
+            jobs[str(job["state"])] = jobs.get(str(job["state"]), 0) + 1
+        overdue += bool(job.get("overdue"))
+    yield gauge(n.BUFFERS, "Buffers with a job.", buffers["total"])
+    yield gauge(n.BUFFER_DEPTH, "Ids waiting in buffers.", sum(depth_by_queue.values()))
+    yield _labelled(n.BUFFER_DEPTH_BY_QUEUE, "Ids waiting, by queue.", "queue", depth_by_queue)
+    yield gauge(
+        n.BUFFER_OLDEST_AGE,
+        "Age of the oldest buffered id (s).",
+        max(age_by_queue.values(), default=0),
+    )
+    yield _labelled(
+        n.BUFFER_OLDEST_AGE_BY_QUEUE,
+        "Age of the oldest buffered id, by queue (s).",
+        "queue",
+        age_by_queue,
+    )
+    yield _labelled(n.JOBS, "Flush jobs by state.", "state", jobs)
+    yield gauge(n.JOBS_OVERDUE, "Scheduled jobs past their due time.", overdue)
+
+
+def _labelled(name: str, doc: str, label: str, values: dict[str, Any]) -> GaugeMetricFamily:
+    family = GaugeMetricFamily(name, doc, labels=[label])
+    for key, value in sorted(values.items()):
+        family.add_metric([key], value)
+    return family
+
+
+def _limiter_metrics(limiter: dict[str, Any]) -> Iterator[Metric]:
+    project = limiter["project"]
+    yield gauge(n.LIMITER_PROJECT_USED, "Requests in the project's window.", project["used"])
+    yield gauge(n.LIMITER_PROJECT_LIMIT, "The project's limit per window.", project["limit"])
+    accounts = limiter["accounts"]
+    bands = {"idle": 0, **{band: 0 for band, _ in USE_BANDS}, "full": 0}
+    for account in accounts:
+        bands[_band(account["used"], account["limit"])] += 1
+    used = max((account["used"] for account in accounts), default=0)
+    yield gauge(n.LIMITER_ACCOUNT_USED_MAX, "The busiest account's requests in its window.", used)
+    limit = accounts[0]["limit"] if accounts else 0
+    yield gauge(n.LIMITER_ACCOUNT_LIMIT, "The limit of one account per window.", limit)
+    yield _labelled(n.LIMITER_ACCOUNTS, "Google accounts by use of their limit.", "use", bands)
+
+
+def _band(used: int, limit: int) -> str:
+    if used <= 0:
+        return "idle"
+    share = used / max(limit, 1)
+    return next((band for band, below in USE_BANDS if share < below), "full")
+
+
+def _event_metrics(recorded: events.Recorded) -> Iterator[Metric]:
+    for name, (doc, labels) in COUNTER_HELP.items():
+        family = CounterMetricFamily(name, doc, labels=list(labels))
+        series = recorded.counters.get(name, {})
+        if not labels and not series:
+            family.add_metric([], 0)
+        for pairs, value in sorted(series.items()):
+            values = dict(pairs)
+            family.add_metric([values.get(label, "") for label in labels], value)
+        yield family
+    for name, doc in HISTOGRAM_HELP.items():
+        bucket_counts, total, count = recorded.histograms.get(name, ({}, 0.0, 0.0))
+        cumulative, running = [], 0.0
+        for bound in [*(str(b) for b in n.HISTOGRAM_BUCKETS[name]), "+Inf"]:
+            running += bucket_counts.get(bound, 0.0)
+            cumulative.append((bound, running))
+        # +Inf is the count: a bucket lost to a crash between writes must not make
+        # the histogram inconsistent.
+        cumulative[-1] = ("+Inf", max(count, running))
+        yield HistogramMetricFamily(name, doc, buckets=cumulative, sum_value=total)
