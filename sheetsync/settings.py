@@ -146,6 +146,10 @@ class Settings(BaseSettings):
     #: ``(session, link, form) -> bool`` can allow collaborators.
     link_authorizer: str | None = None
 
+    #: The web console's credential (``sheetsync web``): sent as a bearer token or as the
+    #: basic-auth password. Without it the console serves loopback addresses only.
+    web_token: SecretStr | None = None
+
     workers_priority: int = Field(5, ge=1)
     workers_default: int = Field(3, ge=1)
     workers_scheduled: int = Field(2, ge=1)
@@ -156,6 +160,7 @@ class Settings(BaseSettings):
         "google_client_secret",
         "alert_webhook_url",
         "link_authorizer",
+        "web_token",
         mode="before",
     )
     @classmethod

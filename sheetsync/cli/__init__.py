@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import typer
 from typer.main import get_command
 
-from sheetsync.cli import admin, backfill, dlq, health, links, resend
+from sheetsync.cli import admin, backfill, dlq, health, links, resend, web
 from sheetsync.cli.helpformat import HelpCommand, new_app
 from sheetsync.cli.output import (
     ABORTS,
@@ -50,6 +50,7 @@ app.add_typer(admin.keys_app, name="keys")
 app.add_typer(admin.pii_app, name="pii")
 app.command("emulator", cls=HelpCommand)(admin.emulator)
 app.command("demo", cls=HelpCommand)(admin.demo)
+app.command("web", cls=HelpCommand)(web.web)
 
 
 @app.callback()
