@@ -32,7 +32,7 @@ from sheetsync.recovery import deadletters
 from sheetsync.settings import Settings
 from sheetsync.web import charts, data
 from sheetsync.web.auth import CSRF_FIELD, Csrf, Guard, same_origin
-from sheetsync.web.history import Gap, History
+from sheetsync.web.history import HISTORY_S, Gap, History
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +112,8 @@ def duration(seconds: float | None) -> str:
     if seconds < 60:
         return f"{seconds:.1f} s" if seconds < 10 else f"{seconds:.0f} s"
     if seconds < 3600:
-        return f"{seconds // 60:.0f} min {seconds % 60:02.0f} s"
+        whole = f"{seconds // 60:.0f} min"
+        return whole if seconds % 60 < 0.5 else f"{whole} {seconds % 60:02.0f} s"
     if seconds < 86400:
         return f"{seconds // 3600:.0f} h {seconds % 3600 // 60:02.0f} min"
     return f"{seconds / 86400:.1f} days"
@@ -138,7 +139,9 @@ def overview(request: Request) -> Response:
     stalled = status_data.flag_stalled(buffers, workers) if buffers and workers else []
     now = time.time()
     samples = console.history.samples()
-    span = min(3600.0, max(60.0, now - samples[0].at if samples else 60.0))
+    # The charts span what was sampled (at least 30 samples' worth), up to the hour kept.
+    least = 30 * console.history.interval_s
+    span = min(HISTORY_S, max(least, now - samples[0].at if samples else least))
 
     def series(pick: Callable[[Any], float]) -> list[tuple[float, float | None]]:
         return [

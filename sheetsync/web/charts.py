@@ -67,6 +67,10 @@ def short_number(value: float) -> str:
     return f"{value:g}" if value == int(value) else f"{value:.1f}"
 
 
+def ago_label(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
+
+
 def line_chart(
     points: Sequence[tuple[float, float | None]], *, now: float, span_s: float, unit: str = ""
 ) -> Chart:
@@ -93,10 +97,9 @@ def line_chart(
         f"{run[0][0]},{base} " + " ".join(f"{x},{y}" for x, y in run) + f" {run[-1][0]},{base}"
         for run in runs
     ]
-    minutes = span_s / 60
     x_ticks = [
-        Tick(LEFT, f"-{short_number(round(minutes, 1))} min"),
-        Tick(LEFT + plot_w / 2, f"-{short_number(round(minutes / 2, 1))} min"),
+        Tick(LEFT, f"-{ago_label(span_s)}"),
+        Tick(LEFT + plot_w / 2, f"-{ago_label(span_s / 2)}"),
         Tick(WIDTH - RIGHT, "now"),
     ]
     return Chart(

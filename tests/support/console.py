@@ -8,7 +8,7 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,10 +46,14 @@ class Console:
             sent["Authorization"] = auth
         request = urllib.request.Request(self.url + path, data=data, headers=sent)
         try:
-            with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
-                return Answer(response.status, response.read().decode(), {k.lower(): v for k, v in response.headers.items()})
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return _answer(response.status, response.read(), response.headers.items())
         except urllib.error.HTTPError as error:
-            return Answer(error.code, error.read().decode(), {k.lower(): v for k, v in error.headers.items()})
+            return _answer(error.code, error.read(), error.headers.items())
+
+
+def _answer(status: int, body: bytes, headers: Iterable[tuple[str, str]]) -> Answer:
+    return Answer(status, body.decode(), {name.lower(): value for name, value in headers})
 
 
 def free_port() -> int:

@@ -3,6 +3,8 @@ dead letter replayed through the confirmation, and its rows in the emulator's sh
 
 from __future__ import annotations
 
+import re
+
 from celery.contrib.testing.worker import start_worker
 from selenium.webdriver.common.by import By
 from support.browser import chromium, screenshot
@@ -57,8 +59,15 @@ def test_console_shows_live_data_and_replays_a_dead_letter(world, pipeline_env, 
             page = browser.page_source
             return all(text in page for text in texts)
 
-        # The sampler has drawn a line (samples every 0.5 s) and the ledger its bars.
-        wait_until(lambda: shown("/", "<polyline", 'class="bar"', "owner_ok"), timeout=15)
+        def charted() -> bool:
+            """The sampler has drawn lines of a few samples (one each 0.5 s), the
+            ledger its bars."""
+            if not shown("/", 'class="bar"', "owner_ok"):
+                return False
+            lines = re.findall(r'<polyline class="line" points="([^"]*)"', browser.page_source)
+            return len(lines) == 3 and all(len(line.split()) >= 6 for line in lines)
+
+        wait_until(charted, timeout=15)
         body = browser.find_element(By.TAG_NAME, "body").text
         assert "Could not read everything" not in body
         assert "Rows appended" in body and "Dead letters" in body
@@ -98,9 +107,12 @@ def test_console_shows_live_data_and_replays_a_dead_letter(world, pipeline_env, 
             browser.find_element(By.ID, "confirm").click()
             wait_until(lambda: "Sent to the workers" in browser.page_source, timeout=10)
             assert browser.current_url.endswith(f"/dead-letters/{entry.id}?notice=replay-sent")
+            screenshot(browser, "console-replayed")
             wait_until(lambda: sorted(world.ids_in(broken_sheet)) == sorted(parked), timeout=30)
             wait_until(lambda: sorted(world.ids_in(healthy_sheet)) == sorted(landed + waiting))
             wait_until(
-                lambda: world.complete_replays()
-                and world.dead_letters()[0].status is DeadLetterStatus.DONE
+                lambda: (
+                    world.complete_replays()
+                    and world.dead_letters()[0].status is DeadLetterStatus.DONE
+                )
             )
