@@ -106,3 +106,16 @@ def test_loopback_and_presented_tokens():
     assert presented_token(_basic("u", "p:w")) == "p:w"
     assert presented_token("Basic !!!") is None
     assert presented_token(None) is None
+
+
+def test_a_redis_outage_is_a_banner_not_a_stack_trace(pipeline_env, parked):
+    env = {**pipeline_env(), "SHEETSYNC_REDIS_URL": "redis://127.0.0.1:1/0"}
+    with running_console(env) as console:
+        for path in ("/", "/buffers", "/links"):
+            page = console.request(path)
+            assert page.status == 200, path
+            assert "Could not read everything" in page.body and "cannot reach Redis" in page.body
+            assert "Traceback" not in page.body
+        # The database still answers: dead letters are listed.
+        listed = console.request("/dead-letters")
+        assert listed.status == 200 and f'href="/dead-letters/{parked}"' in listed.body
