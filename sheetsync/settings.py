@@ -151,6 +151,9 @@ class Settings(BaseSettings):
     #: Buffers the metrics exporter reads per scrape, oldest first (the depth and age
     #: gauges cover these; ``sheetsync_buffers`` counts them all).
     metrics_buffers_max: int = Field(10_000, ge=1)
+    #: The web console's credential (``sheetsync web``): sent as a bearer token or as the
+    #: basic-auth password. Without it the console serves loopback addresses only.
+    web_token: SecretStr | None = None
 
     workers_priority: int = Field(5, ge=1)
     workers_default: int = Field(3, ge=1)
@@ -162,6 +165,7 @@ class Settings(BaseSettings):
         "google_client_secret",
         "alert_webhook_url",
         "link_authorizer",
+        "web_token",
         mode="before",
     )
     @classmethod

@@ -18,7 +18,7 @@ import typer
 from typer.main import get_command
 
 from sheetsync import logs
-from sheetsync.cli import admin, backfill, dlq, health, links, metrics, resend
+from sheetsync.cli import admin, backfill, dlq, health, links, metrics, resend, web
 from sheetsync.cli.helpformat import HelpCommand, new_app
 from sheetsync.cli.output import (
     ABORTS,
@@ -52,6 +52,7 @@ app.add_typer(admin.pii_app, name="pii")
 app.command("metrics", cls=HelpCommand)(metrics.metrics)
 app.command("emulator", cls=HelpCommand)(admin.emulator)
 app.command("demo", cls=HelpCommand)(admin.demo)
+app.command("web", cls=HelpCommand)(web.web)
 
 
 @app.callback()

@@ -22,21 +22,16 @@ from rich.progress import (
     TextColumn,
     TimeElapsedColumn,
 )
-from sqlalchemy import select
 
 from sheetsync import ledger
 from sheetsync.cli.output import counted, err, hint, id_note, out, table, with_ids
 from sheetsync.flush.outcomes import Tally
 from sheetsync.models import DeadLetter, DeadLetterStatus, TransactionType
+from sheetsync.ops import replays
 from sheetsync.pipeline import Pipeline
 from sheetsync.recovery import deadletters
 from sheetsync.recovery.replay import flush_here
 from sheetsync.recovery.replay import replay as replay_entry
-
-#: Ids per claim (keeps the IN list well under every database's parameter limit).
-CLAIM_CHUNK = 500
-#: Statuses a named entry may be replayed from.
-REPLAYABLE = frozenset({"PENDING", "FAILED", "REPLAYING"})
 
 
 def send_to_workers(
@@ -45,29 +40,17 @@ def send_to_workers(
     """Claim the chosen entries and send one replay task each. Returns the ids sent."""
     from sheetsync.dispatch import get_dispatcher
 
-    # Before anything changes: without a Celery app there is nobody to send to.
-    dispatcher = get_dispatcher()
-    candidates = _candidates(pipeline, ids=ids, user_id=user_id)
-    claimed: list[int] = []
-    for start in range(0, len(candidates), CLAIM_CHUNK):
-        chunk = candidates[start : start + CLAIM_CHUNK]
-        claimed.extend(_claim(pipeline, chunk, include_failed=ids is not None))
-    owned = set(claimed)
-    _report_taken([i for i in candidates if i not in owned])
-    if not claimed:
+    get_dispatcher()  # before anything is said: without a Celery app nobody can send
+    chosen = _candidates(pipeline, ids=ids, user_id=user_id)
+    result = replays.send_to_workers(pipeline, chosen)
+    _report_taken(result.taken)
+    if not result.sent:
         return []
-    sent: list[int] = []
-    try:
-        for entry_id in claimed:
-            dispatcher.send_replay(entry_id)
-            sent.append(entry_id)
-    finally:
-        done = set(sent)
-        release(pipeline, [entry_id for entry_id in claimed if entry_id not in done])
     out.print(
-        f"sent {counted(len(sent), 'dead letter')} to the workers {id_note(sent)}", markup=False
+        f"sent {counted(len(result.sent), 'dead letter')} to the workers {id_note(result.sent)}",
+        markup=False,
     )
-    return sent
+    return result.sent
 
 
 def replay_here(
@@ -77,7 +60,7 @@ def replay_here(
 
     Returns (the ids of entries that did not end DONE, how many entries were replayed).
     """
-    candidates = _candidates(pipeline, ids=ids, user_id=user_id)
+    candidates = _candidates(pipeline, ids=ids, user_id=user_id).ids
     if not candidates:
         return [], 0
     outcomes: list[Outcome] = []
@@ -186,37 +169,21 @@ def _settled(pipeline: Pipeline, entry_id: int) -> tuple[str, int, int, int]:
         return entry.status.value, settled, completed, len(ids)
 
 
-def _candidates(pipeline: Pipeline, *, ids: Sequence[int] | None, user_id: str | None) -> list[int]:
-    """The entries to try, in order, saying which named ones are skipped and why.
-
-    Named entries may be PENDING, FAILED, or REPLAYING (claimable only once stale: its
-    worker died); --user and --all take PENDING entries.
-    """
-    if ids is None:
-        with pipeline.sessions() as session:
-            query = select(DeadLetter.id).where(DeadLetter.status == DeadLetterStatus.PENDING)
-            if user_id is not None:
-                query = query.where(DeadLetter.user_id == user_id)
-            found = list(session.scalars(query.order_by(DeadLetter.id)))
-        if not found:
-            whose = f" of user {user_id}" if user_id is not None else ""
-            out.print(f"no PENDING dead letters{whose}: nothing to replay", markup=False)
-        return found
-    statuses = _statuses(pipeline, ids)
-    chosen: list[int] = []
-    for entry_id in ids:
-        state = statuses.get(entry_id, "gone")
-        if state in REPLAYABLE:
-            chosen.append(entry_id)
-        else:
-            hint(f"dead letter {entry_id} is {state}: skipped")
+def _candidates(
+    pipeline: Pipeline, *, ids: Sequence[int] | None, user_id: str | None
+) -> replays.Candidates:
+    """The entries to try, in order, saying which named ones are skipped and why."""
+    chosen = replays.candidates(pipeline, ids=ids, user_id=user_id)
+    for entry_id, state in chosen.skipped:
+        hint(f"dead letter {entry_id} is {state}: skipped")
+    if not chosen.named and not chosen.ids:
+        whose = f" of user {user_id}" if user_id is not None else ""
+        out.print(f"no PENDING dead letters{whose}: nothing to replay", markup=False)
     return chosen
 
 
 def _claim(pipeline: Pipeline, ids: Sequence[int], *, include_failed: bool) -> list[int]:
-    """Make ``ids`` due now and claim them; returns the ones this process now owns."""
-    deadletters.make_due(pipeline.sessions, ids=ids, include_failed=include_failed)
-    return deadletters.claim_due(pipeline.sessions, ids=ids, limit=len(ids))
+    return replays.claim(pipeline, ids, include_failed=include_failed)
 
 
 def _report_taken(ids: Sequence[int]) -> None:
@@ -228,12 +195,4 @@ def _report_taken(ids: Sequence[int]) -> None:
 
 def release(pipeline: Pipeline, ids: Sequence[int]) -> None:
     """Give claimed entries that were never replayed back: PENDING, due now."""
-    deadletters.release(pipeline.sessions, ids)
-
-
-def _statuses(pipeline: Pipeline, ids: Sequence[int]) -> dict[int, str]:
-    with pipeline.sessions() as session:
-        rows = session.execute(
-            select(DeadLetter.id, DeadLetter.status).where(DeadLetter.id.in_(list(ids)))
-        ).all()
-    return {entry_id: DeadLetterStatus(status).value for entry_id, status in rows}
+    replays.release(pipeline, ids)

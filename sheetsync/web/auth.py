@@ -1,0 +1,155 @@
+"""Who may use the console, and proof that an action came from one of its own pages.
+
+Auth: with ``SHEETSYNC_WEB_TOKEN`` set, every request must carry it, as
+``Authorization: Bearer <token>`` or as the basic-auth password (any user name), on any
+address; a refusal is a 401 with ``WWW-Authenticate: Basic`` so a browser prompts.
+Without a token the console serves loopback only, and answers only requests whose
+``Host`` is a loopback name: a page of another site that rebinds its DNS name to
+127.0.0.1 could otherwise read the console (and its CSRF token) as same-origin.
+
+CSRF: a browser sends basic-auth credentials with a cross-site form post too, so every
+action (POST) needs two things. A hidden field holding HMAC-SHA256(a key made at
+start-up, the auth token): no other site can read it from our pages, it needs no
+cookie or server-side session, and it dies with the token or the process. And an
+``Origin`` (else ``Referer``) naming this console's own host when the browser sends one.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import ipaddress
+import secrets
+from urllib.parse import urlsplit
+
+from starlette.datastructures import Headers
+from starlette.responses import PlainTextResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+#: The realm a browser's password prompt shows.
+REALM = "sheetsync console"
+#: The hidden form field that carries the CSRF token.
+CSRF_FIELD = "csrf_token"
+#: Sent with every answer: nothing but our own stylesheet loads, no page may frame the
+#: console, and forms post only to it.
+SECURITY_HEADERS = [
+    (
+        b"content-security-policy",
+        b"default-src 'none'; style-src 'self'; form-action 'self'; "
+        b"frame-ancestors 'none'; base-uri 'none'",
+    ),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"same-origin"),
+]
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a name or an address, IPv6 with or without brackets) is this
+    machine only: localhost, 127.0.0.0/8 or ::1. Other names are not resolved."""
+    name = host.strip().strip("[]").lower()
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def host_name(host_header: str) -> str:
+    """The name in a ``Host`` header, without its port."""
+    return urlsplit(f"//{host_header}").hostname or ""
+
+
+def presented_token(authorization: str | None) -> str | None:
+    """The token an ``Authorization`` header carries (bearer, or basic password)."""
+    if not authorization:
+        return None
+    scheme, _, value = authorization.strip().partition(" ")
+    value = value.strip()
+    if scheme.lower() == "bearer":
+        return value or None
+    if scheme.lower() == "basic":
+        try:
+            decoded = base64.b64decode(value, validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            return None
+        _, colon, password = decoded.partition(":")
+        return password if colon else None
+    return None
+
+
+class Guard:
+    """ASGI middleware: the auth rules above, before any route runs."""
+
+    def __init__(self, app: ASGIApp, *, token: str | None) -> None:
+        self.app = app
+        self._token = token.encode() if token else None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_secured(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
+            await send(message)
+
+        await self._guarded(scope, receive, send_secured)
+
+    async def _guarded(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = Headers(scope=scope)
+        if self._token is None:
+            if not is_loopback(host_name(headers.get("host", ""))):
+                refusal = PlainTextResponse(
+                    "this console answers loopback requests only "
+                    "(set SHEETSYNC_WEB_TOKEN to serve other addresses)\n",
+                    status_code=403,
+                )
+                await refusal(scope, receive, send)
+                return
+        elif not self.accepts(headers.get("authorization")):
+            refusal = PlainTextResponse(
+                "authentication required: send SHEETSYNC_WEB_TOKEN as a bearer token "
+                "or as the basic-auth password\n",
+                status_code=401,
+                headers={"WWW-Authenticate": f'Basic realm="{REALM}", charset="UTF-8"'},
+            )
+            await refusal(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    def accepts(self, authorization: str | None) -> bool:
+        assert self._token is not None
+        presented = presented_token(authorization)
+        # compare_digest on bytes of any length: the time does not depend on where the
+        # two first differ.
+        return presented is not None and hmac.compare_digest(presented.encode(), self._token)
+
+
+class Csrf:
+    """The CSRF token of this process for the configured auth token, and its checks."""
+
+    def __init__(self, token: str | None) -> None:
+        key = secrets.token_bytes(32)
+        self.value = hmac.new(key, b"csrf\0" + (token or "").encode(), hashlib.sha256).hexdigest()
+
+    def valid(self, submitted: object) -> bool:
+        return isinstance(submitted, str) and hmac.compare_digest(
+            submitted.encode(), self.value.encode()
+        )
+
+
+def same_origin(headers: Headers) -> bool:
+    """Whether the ``Origin`` (else ``Referer``) of a post names this console's host.
+    A request with neither (a script, not a browser) passes: the CSRF token decides."""
+    host = headers.get("host", "").lower()
+    origin = headers.get("origin")
+    if origin is not None:
+        return origin != "null" and urlsplit(origin).netloc.lower() == host
+    referer = headers.get("referer")
+    if referer is not None:
+        return urlsplit(referer).netloc.lower() == host
+    return True
