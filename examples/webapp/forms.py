@@ -118,7 +118,7 @@ def sheets_of(form_id: str) -> list[LinkedSheet]:
             select(SpreadSheet).where(SpreadSheet.submission_id == form_id).order_by(SpreadSheet.id)
         )
         return [
-            LinkedSheet(f"Linked sheet {n}", link.spread_sheet_id, link.sheet_id)
+            LinkedSheet(f"sheet {n}", link.spread_sheet_id, link.sheet_id)
             for n, link in enumerate(links, start=1)
         ]
 

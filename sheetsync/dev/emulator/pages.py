@@ -13,7 +13,7 @@ from sheetsync.dev.emulator.sheets import Sheet, Spreadsheet
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem; color: #202124; }
-table { border-collapse: collapse; font-size: 0.9rem; }
+table { border-collapse: collapse; font-size: 0.9rem; width: max-content; }
 th, td { border: 1px solid #dadce0; padding: 0.25rem 0.5rem; text-align: left;
          vertical-align: top; white-space: pre-wrap; }
 th { background: #f1f3f4; font-weight: 500; }
