@@ -28,6 +28,9 @@ FORM_TITLE = "2024 개발자 컨퍼런스 참가 신청"
 #: A phone number no seeded answer has: the personal info typed in the browser.
 CANARY = f"010-9{secrets.randbelow(1000):03d}-{secrets.randbelow(10000):04d}"
 SUBMITTER = "김데모"
+#: The form of the owner who revoked Google access (sheetsync.dev.demo_data).
+REVOKED_FORM_TITLE = "동아리 MT 참가 조사"
+MAIL_LINE = "would email demo_owner_4@example.com: Your form's sheet: Reconnect Google"
 CONSOLE_URL = "http://127.0.0.1:8001/"
 URL_LINE = re.compile(r"Open (http://\S+?)/? to fill in a form")
 
@@ -107,6 +110,15 @@ def test_a_form_submitted_in_the_browser_lands_in_the_sheet(demo_web) -> None:
         row = browser.find_element(By.XPATH, f"//tr[td[text()='{answer_id}']]")
         assert SUBMITTER in row.text and CANARY in row.text  # decrypted by the worker
         screenshot(browser, "demo-sheet")
+
+        # The owner who revoked Google access: their answer is parked, and the demo's
+        # owner hook (examples/webapp/notifications.py) mails them, once.
+        browser.get(url)
+        browser.find_element(By.LINK_TEXT, REVOKED_FORM_TITLE).click()
+        browser.find_element(By.ID, "submit").click()
+        wait_until(lambda: browser.find_elements(By.ID, "answer-id"), timeout=10)
+    worker_log = workdir / ".demo" / "worker.log"
+    wait_until(lambda: MAIL_LINE in worker_log.read_text(errors="replace"), timeout=20)
 
     # Stored encrypted, and in no log.
     engine = create_engine(f"sqlite:///{workdir / '.demo' / 'sheetsync.db'}")
