@@ -126,17 +126,21 @@ def notify(
     form_id: str | None = None,
     link_id: int | None = None,
     spreadsheet_id: str | None = None,
+    find_link_id: Callable[[], int | None] | None = None,
     settings: Settings | None = None,
     now: datetime | None = None,
 ) -> bool:
     """Send ``topic`` to ``owner`` unless it went out within the hour. Never raises.
-    Returns whether a delivery was handed to the task queue."""
+    ``find_link_id`` looks the link up, only once the claim is made. Returns whether a
+    delivery was handed to the task queue."""
     try:
         settings = settings or get_settings()
         if settings.owner_hook is None:
             return False
         if not _claim(client, topic, owner, settings.owner_hook_repeat_after_s):
             return False
+        if link_id is None and find_link_id is not None:
+            link_id = find_link_id()
         notification = Notification(
             topic=topic,
             owner=owner,
@@ -166,28 +170,29 @@ def notify_buffer(
     *,
     settings: Settings,
 ) -> bool:
-    """:func:`notify` about a buffer's link (looked up only when the hook is set)."""
-    if settings.owner_hook is None:
-        return False
-    try:
-        with sessions() as session:
-            link_id = session.scalar(
-                select(SpreadSheet.id).where(
-                    SpreadSheet.submission_id == key.submission_id,
-                    SpreadSheet.spread_sheet_id == key.spread_sheet_id,
-                    SpreadSheet.sheet_id == key.sheet_id,
+    """:func:`notify` about a buffer's link (looked up only when a notification goes out)."""
+
+    def find_link_id() -> int | None:
+        try:
+            with sessions() as session:
+                return session.scalar(
+                    select(SpreadSheet.id).where(
+                        SpreadSheet.submission_id == key.submission_id,
+                        SpreadSheet.spread_sheet_id == key.spread_sheet_id,
+                        SpreadSheet.sheet_id == key.sheet_id,
+                    )
                 )
-            )
-    except Exception as exc:
-        log.info("link of %s not found for a notification: %s", key.base, type(exc).__name__)
-        link_id = None
+        except Exception as exc:
+            log.info("no link id for a notification on %s: %s", key.base, type(exc).__name__)
+            return None
+
     return notify(
         client,
         topic,
         key.user_id,
         form_id=key.submission_id,
-        link_id=link_id,
         spreadsheet_id=key.spread_sheet_id,
+        find_link_id=find_link_id,
         settings=settings,
     )
 
