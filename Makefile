@@ -26,7 +26,7 @@ endef
 LOCK_CHECK := $(VENV)/lock-check
 IMAGE ?= sheetsync:local
 
-.PHONY: install browser test test-fast lint lock lock-check image demo bench chaos flower worker beat emulator clean
+.PHONY: install browser test test-fast lint lock lock-check image demo demo-web bench chaos flower worker beat emulator clean
 
 install: $(STAMP)
 
@@ -38,13 +38,20 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $(STAMP)
 
-# The web tests drive Debian's chromium through chromium-driver: installed when missing.
+# The web tests drive Debian's chromium through chromium-driver: installed when missing,
+# with a Korean font (fonts-nanum).
 browser:
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
 	  echo "make browser: installing chromium and chromium-driver (apt-get)"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get install -y -q chromium chromium-driver >/dev/null 2>&1 || \
 	  { $$SUDO apt-get update -q >/dev/null && $$SUDO apt-get install -y -q chromium chromium-driver >/dev/null; }; }
+	@# The demo forms are Korean: a font for them, so the screenshots show text, not boxes.
+	@fc-list :lang=ko 2>/dev/null | grep -q . || { \
+	  echo "make browser: installing fonts-nanum (apt-get)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get install -y -q fonts-nanum >/dev/null 2>&1 || \
+	  { $$SUDO apt-get update -q >/dev/null && $$SUDO apt-get install -y -q fonts-nanum >/dev/null; }; }
 
 test: install browser
 	$(BIN)/pytest
@@ -75,6 +82,12 @@ image:
 
 demo: install
 	$(BIN)/sheetsync demo
+
+# The demo forms in a web app to click (examples/webapp) on the same stack, until Ctrl-C.
+# `make demo-web DEMO_WEB_PORT=8001` if 8000 is taken.
+DEMO_WEB_PORT ?= 8000
+demo-web: install
+	$(BIN)/python -m sheetsync.dev.demo_web --port $(DEMO_WEB_PORT)
 
 # `make bench` runs them all (about 15 minutes); `make bench ONLY="emit flow"` a few.
 ONLY ?=

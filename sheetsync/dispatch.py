@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import logging
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from sheetsync.errors import ConfigError
 from sheetsync.models import Plan
@@ -63,6 +63,9 @@ class Dispatcher(Protocol):
 
     def send_replay(self, dead_letter_id: int, countdown_s: float = 0.0) -> None:
         """Send the replay task of one dead letter."""
+
+    def send_notification(self, notification: dict[str, Any]) -> None:
+        """Send the task that delivers one owner notification (:mod:`sheetsync.notify`)."""
 
     def waiting_queues(self) -> frozenset[str] | None:
         """The queues whose messages are waiting for a worker (a backlog), or None when

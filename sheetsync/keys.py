@@ -31,6 +31,8 @@ RATE_PROJECT = f"{PREFIX}:rate:project"
 RATE_TICKETS_SUFFIX = ":tickets"
 #: STRING per alert topic, set while a repeat of that alert is held back.
 ALERTED = f"{PREFIX}:alerted:"
+#: STRING per (owner, notification topic), set while a repeat is held back.
+OWNER_NOTIFIED = f"{PREFIX}:notified:"
 #: ZSET of live worker and beat process names, scored by their last heartbeat (ms).
 HEARTBEATS = f"{PREFIX}:heartbeats"
 #: HASH per process (role, queues, pid, seen), expiring with its heartbeat.
@@ -124,6 +126,10 @@ def rate_tickets_key(window_key: str) -> str:
 
 def alert_once_key(topic: str) -> str:
     return f"{ALERTED}{topic}"
+
+
+def owner_notified_key(user_id: str, topic: str) -> str:
+    return f"{OWNER_NOTIFIED}{check_id(user_id, 'user_id')}:{topic}"
 
 
 def heartbeat_key(process_name: str) -> str:

@@ -13,6 +13,7 @@ import difflib
 import functools
 import logging
 import os
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
@@ -141,6 +142,17 @@ class Settings(BaseSettings):
     alert_webhook_url: SecretStr | None = None
     alert_timeout_s: float = Field(3.0, gt=0)
 
+    #: Owner notifications (:mod:`sheetsync.notify`): an https webhook URL that gets
+    #: them as JSON, or a dotted path ``package.module:function`` to a callable.
+    owner_hook: SecretStr | None = None
+    #: Seconds a webhook may take; a callable gets the task's time limit from it too.
+    owner_hook_timeout_s: float = Field(5.0, gt=0)
+    #: Tries per notification, with backoff of base, 2 x base, 4 x base... seconds.
+    owner_hook_tries: int = Field(3, ge=1, le=10)
+    owner_hook_retry_base_s: float = Field(30.0, ge=0)
+    #: The same topic goes to the same owner at most once in this many seconds.
+    owner_hook_repeat_after_s: int = Field(3600, ge=1)
+
     #: Who may send a form's answers to a sheet: by default only the form's owner may
     #: create its links. A dotted path (``package.module:function``) to a function
     #: ``(session, link, form) -> bool`` can allow collaborators.
@@ -166,6 +178,7 @@ class Settings(BaseSettings):
         "alert_webhook_url",
         "link_authorizer",
         "web_token",
+        "owner_hook",
         mode="before",
     )
     @classmethod
@@ -210,6 +223,23 @@ class Settings(BaseSettings):
             if problem:
                 raise ValueError(problem)
         return url
+
+    @field_validator("owner_hook")
+    @classmethod
+    def _check_owner_hook(cls, hook: SecretStr | None) -> SecretStr | None:
+        if hook is None:
+            return None
+        text = hook.get_secret_value()
+        if "://" in text:
+            problem = _insecure_url_problem(text)
+            if problem:
+                raise ValueError(problem)
+        elif not _DOTTED_PATH.fullmatch(text):
+            raise ValueError(
+                "must be an https:// URL or a dotted path package.module:function, "
+                f"not {text[:60]!r}"
+            )
+        return hook
 
     @field_validator("timezone")
     @classmethod
@@ -359,12 +389,13 @@ def get_settings() -> Settings:
 def check_settings() -> Settings:
     """Read and check the settings now: call it when the web app starts, so that a bad
     value stops the start-up with one line instead of failing requests later. It also
-    imports ``SHEETSYNC_LINK_AUTHORIZER``, if set."""
-    from sheetsync import links
+    imports ``SHEETSYNC_LINK_AUTHORIZER`` and a dotted ``SHEETSYNC_OWNER_HOOK``, if set."""
+    from sheetsync import links, notify
 
     reset_settings()
     settings = get_settings()
     links.configured_authorizer()
+    notify.check_hook(settings)
     return settings
 
 
@@ -403,5 +434,7 @@ def _insecure_url_problem(url: str) -> str | None:
     return "must be an https:// URL (plain http only to localhost)"
 
 
+#: ``package.module:function``.
+_DOTTED_PATH = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 #: Hosts a plain-http webhook may use.
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})

@@ -46,6 +46,7 @@ def config_for(settings: Settings) -> dict[str, Any]:
             "sheetsync.reconcile": {"queue": QUEUE_SCHEDULED},
             "sheetsync.dispatch_dead_letters": {"queue": QUEUE_SCHEDULED},
             "sheetsync.replay_dead_letter": {"queue": QUEUE_SCHEDULED},
+            "sheetsync.notify_owner": {"queue": QUEUE_SCHEDULED},
         },
         "beat_schedule": {
             "sheetsync-sweep": {"task": "sheetsync.sweep", "schedule": settings.sweep_interval_s},

@@ -8,11 +8,12 @@ the library and the Celery app.
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from celery import Celery
 
 from sheetsync.celery.application import app as sheetsync_app
-from sheetsync.dispatch import QUEUES, FlushTask
+from sheetsync.dispatch import QUEUE_SCHEDULED, QUEUES, FlushTask
 from sheetsync.errors import ConfigError
 from sheetsync.settings import get_settings
 
@@ -20,6 +21,10 @@ log = logging.getLogger(__name__)
 
 FLUSH_TASK = "sheetsync.flush.run"
 REPLAY_TASK = "sheetsync.replay_dead_letter"
+NOTIFY_TASK = "sheetsync.notify_owner"
+#: Seconds a notification task may run beyond the hook's timeout before the prefork
+#: pool kills it (a callable hook that hangs).
+NOTIFY_TIME_LIMIT_MARGIN_S = 5.0
 
 
 def checked_countdown(countdown_s: float) -> float:
@@ -65,4 +70,14 @@ class CeleryDispatcher:
     def send_replay(self, dead_letter_id: int, countdown_s: float = 0.0) -> None:
         self.app.send_task(
             REPLAY_TASK, args=[dead_letter_id], countdown=checked_countdown(countdown_s)
+        )
+
+    def send_notification(self, notification: dict[str, Any]) -> None:
+        timeout_s = get_settings().owner_hook_timeout_s
+        self.app.send_task(
+            NOTIFY_TASK,
+            args=[notification],
+            queue=QUEUE_SCHEDULED,
+            soft_time_limit=timeout_s + NOTIFY_TIME_LIMIT_MARGIN_S,
+            time_limit=timeout_s + 2 * NOTIFY_TIME_LIMIT_MARGIN_S,
         )

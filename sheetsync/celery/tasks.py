@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from celery import Task
+from celery.exceptions import SoftTimeLimitExceeded
 
 from sheetsync.buffers.push import send_tasks
 from sheetsync.celery.application import app
 from sheetsync.celery.dispatcher import checked_countdown
+from sheetsync.errors import ConfigError
 from sheetsync.flush.run import flush
 from sheetsync.pipeline import get_pipeline
 from sheetsync.recovery import repair
+from sheetsync.settings import get_settings
 
 
 @app.task(bind=True, name="sheetsync.flush.run", max_retries=None)
@@ -49,3 +54,23 @@ def replay_dead_letter(dead_letter_id: int) -> str:
     from sheetsync.recovery import replay
 
     return replay.replay(get_pipeline(), dead_letter_id).summary
+
+
+@app.task(bind=True, name="sheetsync.notify_owner", max_retries=None)
+def notify_owner(self: Task, notification: dict[str, Any]) -> str:
+    """Deliver one owner notification: a few tries with backoff, then give up and
+    release its once-an-hour claim (:mod:`sheetsync.notify`)."""
+    from sheetsync import notify
+
+    settings = get_settings()
+    found = notify.Notification.from_json(notification)
+    try:
+        notify.deliver(found, settings=settings)
+    except (notify.HookError, ConfigError, SoftTimeLimitExceeded) as exc:
+        tries = self.request.retries + 1
+        if tries >= settings.owner_hook_tries:
+            notify.delivery_failed(get_pipeline().redis, found)
+            return f"{found.topic} for {found.owner}: {tries} tries failed"
+        delay = notify.retry_delay_s(tries, settings)
+        raise self.retry(countdown=checked_countdown(delay), exc=exc) from None
+    return f"{found.topic} for {found.owner}: delivered"

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
-from sheetsync import credentials, ledger, links
+from sheetsync import credentials, ledger, links, notify
 from sheetsync.alerts import send_alert_once
 from sheetsync.buffers.push import push
 from sheetsync.errors import (
@@ -90,6 +90,8 @@ def link_gone(run: FlushRun, exc: links.LinkGone) -> Outcome:
         push(run.p.store, [(successor, queue)], unsettled)
     log.warning("flush %s: %s (%d ids)", run.lease.token, exc, len(unsettled))
     run.trim(len(ids), None)
+    if exc.successor is None and unsettled:
+        _notify_owner(run, notify.LINK_FAILED)
     run.tally.failed += len(unsettled) if exc.successor is None else 0
     return run.finish()
 
@@ -112,6 +114,7 @@ def park_credential(run: FlushRun, exc: CredentialError | CryptoError) -> Outcom
     if not _park_buffer(run, DeadLetterReason.CREDENTIAL, str(exc), unless_reconnected):
         log.info("flush %s: the credential changed meanwhile; again", run.lease.token)
         return run.finish(countdown_s=0)
+    _notify_owner(run, notify.CREDENTIAL_INVALID)
     return run.finish()
 
 
@@ -130,6 +133,7 @@ def permanent(run: FlushRun, exc: PermanentError) -> Outcome:
         run.p.store.forget_sheet(run.key, "title", "time_zone", "header_ok")
         return run.finish(countdown_s=0)
     _park_buffer(run, DeadLetterReason.PERMANENT, str(exc))
+    _notify_owner(run, notify.LINK_FAILED)
     return run.finish()
 
 
@@ -209,6 +213,12 @@ def _park_buffer(
             settings=run.p.settings,
         )
     return True
+
+
+def _notify_owner(run: FlushRun, topic: str) -> None:
+    """Tell the buffer's owner (at most once an hour per topic; never raises, and the
+    hook itself runs in a task of its own, off this flush's path)."""
+    notify.notify_buffer(run.p.redis, run.p.sessions, topic, run.key, settings=run.p.settings)
 
 
 def _describe(exc: Exception) -> str:

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 
 from sqlalchemy.orm import Session
 
+from sheetsync import notify
 from sheetsync.alerts import send_alert_once
 from sheetsync.flush import columns
 from sheetsync.flush.columns import ColumnState, HeaderPlan, LinkPaused
@@ -67,6 +68,15 @@ def _check_header(writer: SheetWriter, link_id: int) -> None:
             f"row 1, then run `sheetsync links resume {link_id}`"
         )
         send_alert_once(p.redis, f"paused:{link_id}", message, settings=p.settings)
+        notify.notify(
+            p.redis,
+            notify.LINK_PAUSED,
+            key.user_id,
+            form_id=key.submission_id,
+            link_id=link_id,
+            spreadsheet_id=key.spread_sheet_id,
+            settings=p.settings,
+        )
         raise LinkPaused(message)
     p.store.remember_sheet(key, header_ok=1)
 

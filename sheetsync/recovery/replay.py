@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from sheetsync import credentials, ledger, links
+from sheetsync import credentials, ledger, links, notify
 from sheetsync.buffers.push import push, send_tasks
 from sheetsync.dispatch import QUEUE_DEFAULT, FlushTask, get_dispatcher
 from sheetsync.errors import NotFoundError
@@ -66,6 +66,8 @@ def credential_reconnected(user_id: str, *, pipeline: Pipeline | None = None) ->
     with pipeline.sessions.begin() as session:
         if not credentials.mark(session, user_id, CredentialStatus.VALID):
             raise NotFoundError(f"user {user_id} has no Google credential")
+    # A credential that breaks again, even within the hour, is news for the owner.
+    notify.forget(pipeline.redis, notify.CREDENTIAL_INVALID, user_id)
     return deadletters.make_due(pipeline.sessions, user_id=user_id)
 
 
@@ -98,6 +100,14 @@ def replay(pipeline: Pipeline, entry_id: int) -> ReplayResult:
     if target is None:
         return ReplayResult(f"entry {entry_id}: its link is gone; its answers are FAILED")
     push(pipeline.store, [target], ids)
+    if ids:
+        notify.notify_buffer(
+            pipeline.redis,
+            pipeline.sessions,
+            notify.DEAD_LETTERS_REPLAYED,
+            target[0],
+            settings=pipeline.settings,
+        )
     return ReplayResult(
         f"entry {entry_id}: {len(ids)} answers back in their buffer",
         key=target[0],

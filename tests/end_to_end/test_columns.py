@@ -9,6 +9,7 @@ import subprocess
 
 import pytest
 from sqlalchemy import select
+from support.alerts import AlertSink
 from support.cli import SCRIPT
 from support.databases import BOTH_DATABASES
 from support.forms import EditableForm, by_title, read, sheets_api
@@ -182,8 +183,10 @@ def _sheetsync(*args: str) -> subprocess.CompletedProcess[str]:
 
 @BOTH_DATABASES
 def test_an_unmatchable_header_pauses_the_link_until_resumed(
-    world, worker, emulator, admin, alerts
+    world, worker, emulator, admin, alerts, pipeline_env
 ):
+    owner_hook = AlertSink()  # the owner's webhook: told of the pause and of the replay
+    pipeline_env(owner_hook=owner_hook.url)
     form, sheet = _form(world)
     first = form.answer({"q_team": "red", "q_count": "1"})
     _send(world, sheet, [first])
@@ -202,6 +205,9 @@ def test_an_unmatchable_header_pauses_the_link_until_resumed(
     assert world.ids_in(sheet) == [first]  # nothing written
     [alert] = [text for text in alerts.texts if "paused" in text]
     assert f"link {link.id}" in alert and "'Count'" in alert and "links resume" in alert
+    wait_until(lambda: owner_hook.received)
+    [paused] = owner_hook.received
+    assert (paused["topic"], paused["link_id"]) == ("link_paused", link.id)
     listed = json.loads(_sheetsync("links", "list", "--paused", "--json").stdout)["links"]
     assert [row["id"] for row in listed] == [link.id]
 
@@ -218,6 +224,9 @@ def test_an_unmatchable_header_pauses_the_link_until_resumed(
     assert world.ledger_counts() == {TransactionType.COMPLETED.value: 4}
     assert world.dead_letters()[0].status is DeadLetterStatus.DONE
     assert _link(world, sheet).paused_reason is None
+    wait_until(lambda: len(owner_hook.received) == 2)
+    assert owner_hook.received[1]["topic"] == "dead_letters_replayed"
+    owner_hook.close()
 
 
 @pytest.mark.parametrize("edit", ["note", "blank row", "sparse row 1"])

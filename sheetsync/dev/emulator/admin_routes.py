@@ -179,7 +179,10 @@ async def sheet_view(request: web.Request) -> web.Response:
         raise ApiError.not_found()
     values = formatted_rows(sheet)
     if _wants_html(request):
-        return _html(sheet_page(spreadsheet, sheet, values, numeric_cells(sheet)))
+        # ``?refresh=N``: the page reloads every N seconds (a demo watching rows arrive).
+        refresh = request.query.get("refresh", "")
+        every_s = int(refresh) if refresh.isdigit() and 0 < int(refresh) <= 60 else None
+        return _html(sheet_page(spreadsheet, sheet, values, numeric_cells(sheet), every_s))
     return json_response(
         {
             "spreadsheetId": spreadsheet.spreadsheet_id,

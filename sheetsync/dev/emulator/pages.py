@@ -13,7 +13,7 @@ from sheetsync.dev.emulator.sheets import Sheet, Spreadsheet
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem; color: #202124; }
-table { border-collapse: collapse; font-size: 0.9rem; }
+table { border-collapse: collapse; font-size: 0.9rem; width: max-content; }
 th, td { border: 1px solid #dadce0; padding: 0.25rem 0.5rem; text-align: left;
          vertical-align: top; white-space: pre-wrap; }
 th { background: #f1f3f4; font-weight: 500; }
@@ -22,9 +22,10 @@ td.n { text-align: right; }
 """
 
 
-def _page(title: str, body: str) -> str:
+def _page(title: str, body: str, refresh_s: int | None = None) -> str:
+    refresh = f"<meta http-equiv='refresh' content='{refresh_s}'>" if refresh_s else ""
     return (
-        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+        f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>{refresh}"
         f"<title>{escape(title)}</title><style>{_STYLE}</style></head>"
         f"<body>{body}</body></html>\n"
     )
@@ -84,9 +85,11 @@ def sheet_page(
     sheet: Sheet,
     values: list[list[str]],
     numeric: set[tuple[int, int]] | None = None,
+    refresh_s: int | None = None,
 ) -> str:
     """``GET /_emulator/spreadsheets/{id}/sheets/{gid}`` as an HTML table: values as Sheets
-    shows them, numbers and dates (``numeric``: row, column) aligned right."""
+    shows them, numbers and dates (``numeric``: row, column) aligned right; reloaded
+    every ``refresh_s`` seconds if given."""
     numeric = numeric or set()
     width = max((len(row) for row in values), default=0)
     header = "<tr><th></th>" + "".join(f"<th>{column_letters(col)}</th>" for col in range(width))
@@ -109,4 +112,4 @@ def sheet_page(
         f"<p class='muted'>gid {sheet.sheet_id}, grid {sheet.row_count} x "
         f"{sheet.column_count}</p>{empty}<table>{header}</tr>{rows}</table>"
     )
-    return _page(f"{sheet.title} - {spreadsheet.title}", body)
+    return _page(f"{sheet.title} - {spreadsheet.title}", body, refresh_s)

@@ -1,0 +1,286 @@
+"""Owner notifications: tell a form's owner that their answers stopped reaching a sheet
+(or started again), through ``SHEETSYNC_OWNER_HOOK``.
+
+The hook is either an https webhook URL, which gets the notification as JSON, or a
+dotted path ``package.module:function`` to a callable that takes a :class:`Notification`
+(the web app can email the owner). It is called when:
+
+- an owner's Google credential breaks (:data:`CREDENTIAL_INVALID`, from the flush that
+  parks their answers);
+- a link fails for good (:data:`LINK_FAILED`: the form, link or sheet is gone or refuses
+  the answers) or is paused
+  (:data:`LINK_PAUSED`: row 1 no longer matches its columns);
+- their dead letters are replayed (:data:`DEAD_LETTERS_REPLAYED`).
+
+A notification carries ids and a fixed message, never answer values, tokens or error
+text from Google.
+
+**At most once per (owner, topic) an hour.** :func:`notify` claims a Redis key
+(``SET NX EX``, :func:`sheetsync.keys.owner_notified_key`) before anything is sent, so a
+busy form whose every flush fails sends one notification. A claim that Redis cannot
+make (Redis down) sends anyway: better twice than never.
+
+**Off the flush's path.** :func:`notify` only claims the key and hands the notification
+to the task queue (one broker write, like a flush task), through
+:func:`sheetsync.dispatch.get_dispatcher`: a Celery task on the scheduled queue calls
+the hook, with up to ``SHEETSYNC_OWNER_HOOK_TRIES`` tries and exponential backoff. A
+task rather than a background thread because it survives the worker that parked the
+answers being stopped or killed (the broker keeps it), retries without holding a
+thread, and runs on the scheduled workers, never in a flush's pool slot. A hook that
+raises, hangs (the webhook's timeout; a callable is bounded by the task's time limit
+under the prefork pool) or is down never fails, delays or retries a flush: nothing
+here raises into the pipeline.
+
+**A delivery that fails for good releases the claim.** When the last try fails (or the
+task cannot even be sent), the key is deleted, so the next event for that owner and
+topic tries again instead of staying silent for the rest of the hour. The cost is at
+most one attempt per event while the hook is down, which the claim's own retries
+already bound. An owner who reconnects Google has the claim on
+:data:`CREDENTIAL_INVALID` dropped (:func:`forget`), so a credential that breaks again
+within the hour is told again.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import json
+import logging
+import urllib.request
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import redis
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from sheetsync.dispatch import get_dispatcher
+from sheetsync.errors import ConfigError, SheetSyncError
+from sheetsync.keys import BufferKey, owner_notified_key
+from sheetsync.models import SpreadSheet
+from sheetsync.settings import Settings, get_settings
+
+log = logging.getLogger(__name__)
+
+CREDENTIAL_INVALID = "credential_invalid"
+LINK_FAILED = "link_failed"
+LINK_PAUSED = "link_paused"
+DEAD_LETTERS_REPLAYED = "dead_letters_replayed"
+
+#: The one message per topic: fixed text, so nothing from outside reaches the owner.
+MESSAGES = {
+    CREDENTIAL_INVALID: "Reconnect Google to resume syncing: Google refused sheetsync's access",
+    LINK_FAILED: "A linked sheet stopped receiving answers: the sheet, its form or its link "
+    "is gone or refused",
+    LINK_PAUSED: "A linked sheet is paused: its first row no longer matches the form's columns",
+    DEAD_LETTERS_REPLAYED: "Answers that waited are being written to your sheet again",
+}
+TOPICS = frozenset(MESSAGES)
+
+
+class HookError(SheetSyncError):
+    """The owner hook did not take a notification (the task retries it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Notification:
+    """What the hook receives. Ids and a fixed message only: no answer values, tokens
+    or error text (those could carry personal info)."""
+
+    topic: str
+    #: The owner's user id (``users.id``).
+    owner: str
+    #: The form (``submission.id``), if the event is about one.
+    form_id: str | None
+    #: The link (``spread_sheet.id``), if the event is about one.
+    link_id: int | None
+    spreadsheet_id: str | None
+    message: str
+    #: When it happened, ISO 8601 in UTC.
+    time: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Notification:
+        link_id = data.get("link_id")
+        return cls(
+            topic=str(data["topic"]),
+            owner=str(data["owner"]),
+            form_id=data.get("form_id"),
+            link_id=None if link_id is None else int(link_id),
+            spreadsheet_id=data.get("spreadsheet_id"),
+            message=str(data["message"]),
+            time=str(data["time"]),
+        )
+
+
+def notify(
+    client: redis.Redis,
+    topic: str,
+    owner: str,
+    *,
+    form_id: str | None = None,
+    link_id: int | None = None,
+    spreadsheet_id: str | None = None,
+    find_link_id: Callable[[], int | None] | None = None,
+    settings: Settings | None = None,
+    now: datetime | None = None,
+) -> bool:
+    """Send ``topic`` to ``owner`` unless it went out within the hour. Never raises.
+    ``find_link_id`` looks the link up, only once the claim is made. Returns whether a
+    delivery was handed to the task queue."""
+    try:
+        settings = settings or get_settings()
+        if settings.owner_hook is None:
+            return False
+        if not _claim(client, topic, owner, settings.owner_hook_repeat_after_s):
+            return False
+        if link_id is None and find_link_id is not None:
+            link_id = find_link_id()
+        notification = Notification(
+            topic=topic,
+            owner=owner,
+            form_id=form_id,
+            link_id=link_id,
+            spreadsheet_id=spreadsheet_id,
+            message=MESSAGES[topic],
+            time=(now or datetime.now(UTC)).isoformat(timespec="seconds"),
+        )
+        try:
+            get_dispatcher().send_notification(notification.to_json())
+        except Exception as exc:
+            log.error("owner notification %s not sent: %s", topic, type(exc).__name__)
+            forget(client, topic, owner)
+            return False
+        return True
+    except Exception as exc:  # a notification must never break what called it
+        log.error("owner notification %s failed: %s", topic, type(exc).__name__)
+        return False
+
+
+def notify_buffer(
+    client: redis.Redis,
+    sessions: sessionmaker[Session],
+    topic: str,
+    key: BufferKey,
+    *,
+    settings: Settings,
+) -> bool:
+    """:func:`notify` about a buffer's link (looked up only when a notification goes out)."""
+
+    def find_link_id() -> int | None:
+        try:
+            with sessions() as session:
+                return session.scalar(
+                    select(SpreadSheet.id).where(
+                        SpreadSheet.submission_id == key.submission_id,
+                        SpreadSheet.spread_sheet_id == key.spread_sheet_id,
+                        SpreadSheet.sheet_id == key.sheet_id,
+                    )
+                )
+        except Exception as exc:
+            log.info("no link id for a notification on %s: %s", key.base, type(exc).__name__)
+            return None
+
+    return notify(
+        client,
+        topic,
+        key.user_id,
+        form_id=key.submission_id,
+        spreadsheet_id=key.spread_sheet_id,
+        find_link_id=find_link_id,
+        settings=settings,
+    )
+
+
+def forget(client: redis.Redis, topic: str, owner: str) -> None:
+    """Drop the claim on (owner, topic): the next event notifies again."""
+    try:
+        client.delete(owner_notified_key(owner, topic))
+    except redis.RedisError as exc:
+        log.info("notification claim of %s not dropped: %s", topic, type(exc).__name__)
+
+
+def _claim(client: redis.Redis, topic: str, owner: str, ttl_s: int) -> bool:
+    try:
+        return bool(client.set(owner_notified_key(owner, topic), "1", nx=True, ex=ttl_s))
+    except redis.RedisError:
+        return True
+
+
+# -- delivery (in the task) -------------------------------------------------------------
+
+
+def deliver(notification: Notification, *, settings: Settings | None = None) -> None:
+    """Call the hook once; raise :class:`HookError` (one line) if it did not take it."""
+    settings = settings or get_settings()
+    if settings.owner_hook is None:
+        return
+    hook = settings.owner_hook.get_secret_value()
+    if is_url(hook):
+        _post(hook, notification, settings.owner_hook_timeout_s)
+        return
+    try:
+        configured_callable(hook)(notification)
+    except Exception as exc:
+        raise HookError(f"owner hook raised {type(exc).__name__}") from None
+
+
+def delivery_failed(client: redis.Redis, notification: Notification) -> None:
+    """Every try failed: release the claim so the next event tries again."""
+    log.error(
+        "owner notification %s for %s failed for good", notification.topic, notification.owner
+    )
+    forget(client, notification.topic, notification.owner)
+
+
+def retry_delay_s(tries_done: int, settings: Settings) -> float:
+    """Backoff before the next try: base, 2 x base, 4 x base..."""
+    return float(settings.owner_hook_retry_base_s * 2 ** max(tries_done - 1, 0))
+
+
+def _post(url: str, notification: Notification, timeout_s: float) -> None:
+    request = urllib.request.Request(  # noqa: S310 (https, checked in the settings)
+        url,
+        data=json.dumps(notification.to_json()).encode("utf-8"),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:  # noqa: S310
+            response.read()
+    except Exception as exc:
+        raise HookError(f"owner webhook failed: {type(exc).__name__}") from None
+
+
+def is_url(hook: str) -> bool:
+    return hook.startswith(("https://", "http://"))
+
+
+@functools.cache
+def configured_callable(dotted: str) -> Callable[[Notification], object]:
+    """The callable ``package.module:function`` names; ConfigError (one line) if not."""
+    module_name, _, name = dotted.partition(":")
+    try:
+        found = getattr(importlib.import_module(module_name), name)
+    except (ImportError, AttributeError, ValueError):
+        raise ConfigError(
+            f"SHEETSYNC_OWNER_HOOK: cannot import {dotted!r} "
+            "(expected an https:// URL or package.module:function)"
+        ) from None
+    if not callable(found):
+        raise ConfigError(f"SHEETSYNC_OWNER_HOOK: {dotted!r} is not callable")
+    hook: Callable[[Notification], object] = found
+    return hook
+
+
+def check_hook(settings: Settings) -> None:
+    """Import a dotted-path hook now (for :func:`sheetsync.settings.check_settings`)."""
+    if settings.owner_hook is not None:
+        hook = settings.owner_hook.get_secret_value()
+        if not is_url(hook):
+            configured_callable(hook)
