@@ -15,6 +15,7 @@ hook (``examples/webapp/notifications.py``) is called once; the worker's log sho
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import subprocess
 import sys
@@ -31,7 +32,6 @@ from sheetsync.dev.demo_report import shown
 from sheetsync.dev.demo_stack import (
     DEMO_DIR,
     DemoError,
-    DemoStack,
     error_line,
     signals_held,
     sigterm_as_interrupt,
@@ -40,6 +40,7 @@ from sheetsync.dev.demo_stack import (
 from sheetsync.dev.local import (
     REDIS_INSTALL_HINT,
     RedisNotInstalledError,
+    free_port,
     stop_process_group,
     wait_until,
 )
@@ -98,56 +99,69 @@ def _run(console: Console, cleanup: ExitStack, workdir: Path, host: str, port: i
             markup=False,
         )
 
-    # --- the operator console (`sheetsync web`) -------------------------------------------
-    # Start it here and set its URL; the thank-you page links to it when set.
-    console_url: str | None = os.environ.get("WEBAPP_CONSOLE_URL")
-    # ---------------------------------------------------------------------------------------
+    # The operator console (`sheetsync web`), on loopback: with no SHEETSYNC_WEB_TOKEN it
+    # serves nothing else, whatever --host the web app was given.
+    console_url = f"http://127.0.0.1:{free_port()}"
+    console_command = [
+        sys.executable, "-m", "sheetsync", "web", "--host", "127.0.0.1",
+        "--port", console_url.rpartition(":")[2],
+    ]  # fmt: skip
+    operator = _start_child(cleanup, console_command, {}, workdir / "console.log")
 
     webapp_url = f"http://{host}:{port}"
-    webapp = _start_webapp(stack, host, port, console_url, workdir / "webapp.log")
-    cleanup.callback(stop_process_group, webapp, 10.0)
-    if not wait_until(
-        lambda: webapp.poll() is not None or _answers(webapp_url), WEBAPP_START_TIMEOUT_S
-    ):
-        raise DemoError(f"the web app did not answer within {WEBAPP_START_TIMEOUT_S:.0f} s")
-    if webapp.poll() is not None:
-        raise DemoError(
-            f"the web app exited with {webapp.returncode} (log: {shown(workdir / 'webapp.log')})"
-        )
-    console.print(f"webapp    uvicorn, pid {webapp.pid}, log {shown(workdir / 'webapp.log')}")
-    console.print(f"\n[bold]Open {webapp_url}/[/] to fill in a form.", markup=True)
-    console.print(f"Sheets:   {stack.emulator.url}/_emulator/", markup=False)
-    if console_url:
-        console.print(f"Console:  {console_url}", markup=False)
-    console.print("Press Ctrl-C to stop.")
-    while stack.worker.alive and webapp.poll() is None:
-        time.sleep(0.5)
-    if not stack.worker.alive:
-        raise DemoError(f"the Celery worker exited with {stack.worker.process.returncode}")
-    raise DemoError(f"the web app exited with {webapp.returncode}")
-
-
-def _start_webapp(
-    stack: DemoStack, host: str, port: int, console_url: str | None, log_path: Path
-) -> subprocess.Popen[bytes]:
-    """uvicorn serving ``examples/webapp`` in its own process group, with the demo's
-    SHEETSYNC_* environment (this process's, set by the stack)."""
-    env = {**os.environ, "WEBAPP_EMULATOR_URL": stack.emulator.url}
-    if console_url:
-        env["WEBAPP_CONSOLE_URL"] = console_url
-    command = [
+    webapp_command = [
         sys.executable, "-m", "uvicorn", "--app-dir", str(WEBAPP_DIR), "--factory",
         "app:create_app", "--host", host, "--port", str(port), "--log-level", "warning",
     ]  # fmt: skip
+    webapp_env = {"WEBAPP_EMULATOR_URL": stack.emulator.url, "WEBAPP_CONSOLE_URL": console_url}
+    webapp = _start_child(cleanup, webapp_command, webapp_env, workdir / "webapp.log")
+    for name, child, url, log in (
+        ("web app", webapp, webapp_url, "webapp.log"),
+        ("console", operator, console_url, "console.log"),
+    ):
+        if not wait_until(functools.partial(_up_or_exited, child, url), WEBAPP_START_TIMEOUT_S):
+            raise DemoError(f"the {name} did not answer within {WEBAPP_START_TIMEOUT_S:.0f} s")
+        if child.poll() is not None:
+            raise DemoError(
+                f"the {name} exited with {child.returncode} (log: {shown(workdir / log)})"
+            )
+    console.print(f"webapp    uvicorn, pid {webapp.pid}, log {shown(workdir / 'webapp.log')}")
+    console.print(
+        f"console   sheetsync web, pid {operator.pid}, log {shown(workdir / 'console.log')}"
+    )
+    console.print(f"\n[bold]Open {webapp_url}/[/] to fill in a form.", markup=True)
+    console.print(f"Sheets:   {stack.emulator.url}/_emulator/", markup=False)
+    console.print(f"Console:  {console_url}/", markup=False)
+    console.print("Press Ctrl-C to stop.")
+    while stack.worker.alive and webapp.poll() is None and operator.poll() is None:
+        time.sleep(0.5)
+    if not stack.worker.alive:
+        raise DemoError(f"the Celery worker exited with {stack.worker.process.returncode}")
+    if operator.poll() is not None:
+        raise DemoError(f"the console exited with {operator.returncode}")
+    raise DemoError(f"the web app exited with {webapp.returncode}")
+
+
+def _start_child(
+    cleanup: ExitStack, command: list[str], env: dict[str, str], log_path: Path
+) -> subprocess.Popen[bytes]:
+    """``command`` in its own process group, with the demo's SHEETSYNC_* environment
+    (this process's, set by the stack) plus ``env``; stopped when the demo ends."""
     with open(log_path, "wb") as log:
-        return subprocess.Popen(
+        child = subprocess.Popen(
             command,
-            env=env,
+            env={**os.environ, **env},
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+    cleanup.callback(stop_process_group, child, 10.0)
+    return child
+
+
+def _up_or_exited(child: subprocess.Popen[bytes], url: str) -> bool:
+    return child.poll() is not None or _answers(url)
 
 
 def _answers(url: str) -> bool:

@@ -137,6 +137,7 @@ def overview(request: Request) -> Response:
     limiter = console.attempt(errors, lambda: status_data.collect_limiter(read))
     appends = console.attempt(errors, lambda: data.appends_per_minute(read))
     stalled = status_data.flag_stalled(buffers, workers) if buffers and workers else []
+    console.history.sample_if_older_than(1.0)  # the tiles agree with the page's other reads
     now = time.time()
     samples = console.history.samples()
     # The charts span what was sampled (at least 30 samples' worth), up to the hour kept.

@@ -78,6 +78,13 @@ class History:
         with self._lock:
             self._samples.append(taken)
 
+    def sample_if_older_than(self, seconds: float) -> None:
+        """A fresh sample unless the newest one is younger than ``seconds``."""
+        with self._lock:
+            newest = self._samples[-1].at if self._samples else 0.0
+        if time.time() - newest >= seconds:
+            self.sample_now()
+
     def _run(self) -> None:
         while not self._stop.is_set():
             started = time.monotonic()

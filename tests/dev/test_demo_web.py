@@ -31,8 +31,8 @@ SUBMITTER = "김데모"
 #: The form of the owner who revoked Google access (sheetsync.dev.demo_data).
 REVOKED_FORM_TITLE = "동아리 MT 참가 조사"
 MAIL_LINE = "would email demo_owner_4@example.com: Your form's sheet: Reconnect Google"
-CONSOLE_URL = "http://127.0.0.1:8001/"
 URL_LINE = re.compile(r"Open (http://\S+?)/? to fill in a form")
+CONSOLE_LINE = re.compile(r"Console:\s+(http://\S+)")
 
 pytestmark = pytest.mark.skipif(
     shutil.which("redis-server") is None, reason="redis-server is not on PATH"
@@ -44,7 +44,6 @@ def demo_web(tmp_path: Path) -> Iterator[tuple[str, Path, subprocess.Popen[bytes
     """The launcher running in ``tmp_path`` with no SHEETSYNC_* of the caller's (it starts
     its own redis-server); yields (web app URL, working directory, process)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SHEETSYNC_")}
-    env["WEBAPP_CONSOLE_URL"] = CONSOLE_URL  # until the launcher starts `sheetsync web`
     out = tmp_path / "out.log"
     with open(out, "wb") as log:
         process = subprocess.Popen(
@@ -99,7 +98,10 @@ def test_a_form_submitted_in_the_browser_lands_in_the_sheet(demo_web) -> None:
         assert re.fullmatch(r"web_[0-9a-f]{16}", answer_id)
         sheet_links = browser.find_elements(By.CSS_SELECTOR, "a.sheet-link")
         assert len(sheet_links) == 2  # the conference form is linked to two spreadsheets
-        assert browser.find_element(By.ID, "console-link").get_attribute("href") == CONSOLE_URL
+        printed = CONSOLE_LINE.search((workdir / "out.log").read_text())
+        assert printed is not None, "the launcher prints the console's URL"
+        console_url = browser.find_element(By.ID, "console-link").get_attribute("href")
+        assert console_url.rstrip("/") == printed.group(1).rstrip("/")
         browser.set_window_size(1100, 500)
         screenshot(browser, "demo-thanks")
 
@@ -117,8 +119,17 @@ def test_a_form_submitted_in_the_browser_lands_in_the_sheet(demo_web) -> None:
         browser.find_element(By.LINK_TEXT, REVOKED_FORM_TITLE).click()
         browser.find_element(By.ID, "submit").click()
         wait_until(lambda: browser.find_elements(By.ID, "answer-id"), timeout=10)
-    worker_log = workdir / ".demo" / "worker.log"
-    wait_until(lambda: MAIL_LINE in worker_log.read_text(errors="replace"), timeout=20)
+        worker_log = workdir / ".demo" / "worker.log"
+        wait_until(lambda: MAIL_LINE in worker_log.read_text(errors="replace"), timeout=20)
+
+        # The console the thank-you page links to: the parked answer is a dead letter.
+        browser.set_window_size(1280, 900)
+        browser.get(f"{console_url.rstrip('/')}/dead-letters")
+        row = browser.find_element(By.XPATH, "//tr[td[contains(., 'demo_owner_4')]]")
+        assert "CREDENTIAL" in row.text
+        browser.get(console_url)
+        assert "Rows appended" in browser.page_source
+        screenshot(browser, "demo-console")
 
     # Stored encrypted, and in no log.
     engine = create_engine(f"sqlite:///{workdir / '.demo' / 'sheetsync.db'}")
