@@ -37,12 +37,16 @@ def list_links(
         print_json({"links": [dataclasses.asdict(row) for row in rows]})
         return
     heading(counted(len(rows), "link"))
-    shown = table("id", "form", "spreadsheet", "gid", "owner", "columns", "paused", right=("id",))
+    shown = table(
+        "id", "form", "spreadsheet", "gid", "owner", "columns", "tab", "cells", "paused",
+        right=("id", "cells"),
+    )  # fmt: skip
     for row in rows:
         why = f"{short_time(row.paused_at)}: {clip(row.paused_reason)}" if row.paused_reason else ""
         shown.add_row(
-            str(row.id), row.form, row.spreadsheet, str(row.gid), row.owner, str(row.columns), why
-        )
+            str(row.id), row.form, row.spreadsheet, str(row.gid), row.owner,
+            str(row.columns), str(row.tab), f"{row.tab_cells:,}", why,
+        )  # fmt: skip
     out.print(shown)
 
 

@@ -28,6 +28,10 @@ class LinkRow:
     columns: int
     paused_reason: str | None
     paused_at: datetime | None
+    #: The tab answers go to (1, or n for "<title> (n)" after a roll-over), and the
+    #: cells it holds (rows x header width; see SHEETSYNC_TAB_CELL_LIMIT).
+    tab: int = 1
+    tab_cells: int = 0
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,8 @@ def list_links(pipeline: Pipeline, *, paused_only: bool = False) -> list[LinkRow
                 int(count),
                 link.paused_reason,
                 link.paused_at,
+                link.tab_number or 1,
+                int(link.tab_cells or 0),
             )
             for link, count in session.execute(query)
         ]

@@ -206,7 +206,8 @@ def links_page(request: Request) -> Response:
     console: Console = request.app.state.console
     errors: list[str] = []
     found = console.attempt(errors, lambda: data.links(console.read))
-    return console.page(request, "links.html", errors, links=found)
+    cell_limit = console.settings.tab_cell_limit
+    return console.page(request, "links.html", errors, links=found, cell_limit=cell_limit)
 
 
 def dead_letters_page(request: Request) -> Response:
