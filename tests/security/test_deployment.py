@@ -45,6 +45,7 @@ SECRETS = {
     "SHEETSYNC_PII_KEYS": "pii-key-3",
     "FLOWER_USER": "flower-user-4",
     "FLOWER_PASSWORD": "flower-secret-5",
+    "SHEETSYNC_WEB_TOKEN": "console-token-6",
 }
 #: Optional settings that must stay unset unless the operator sets them.
 OPTIONAL = (
@@ -53,6 +54,8 @@ OPTIONAL = (
     "SHEETSYNC_GOOGLE_CLIENT_ID",
     "SHEETSYNC_GOOGLE_CLIENT_SECRET",
     "SHEETSYNC_ALERT_WEBHOOK_URL",
+    "SHEETSYNC_OWNER_HOOK",
+    "SHEETSYNC_LOG_FORMAT",
 )
 DEV_FILES = ("-f", "docker-compose.yml", "-f", "docker-compose.dev.yml")
 EMULATOR_PORT = "8085"
@@ -278,6 +281,24 @@ def test_the_secrets_come_from_the_environment(compose: Compose) -> None:
             assert url.startswith(f"redis://:{redis_password}@redis:"), f"{name}: {variable}"
     flower_auth = services["flower"]["environment"]["FLOWER_BASIC_AUTH"]
     assert flower_auth == f"{SECRETS['FLOWER_USER']}:{SECRETS['FLOWER_PASSWORD']}"
+
+
+def test_the_console_needs_its_token_and_the_exporter_stays_unpublished(
+    compose: Compose,
+) -> None:
+    services = compose.config()["services"]
+    console, metrics = services["console"], services["metrics"]
+
+    assert console["command"][:2] == ["sheetsync", "web"]
+    assert console["environment"]["SHEETSYNC_WEB_TOKEN"] == SECRETS["SHEETSYNC_WEB_TOKEN"]
+    assert published_targets(console) == ["8088"]
+    assert "SHEETSYNC_WEB_TOKEN" in " ".join(console["healthcheck"]["test"])
+    assert metrics["command"][:2] == ["sheetsync", "metrics"]
+    assert not metrics.get("ports"), "the exporter has no auth: never on a host port"
+    for name, service in services.items():
+        if name != "console":
+            environment = service.get("environment") or {}
+            assert "SHEETSYNC_WEB_TOKEN" not in environment, f"{name} holds the console token"
 
 
 def test_redis_requires_the_password_and_its_healthcheck_sends_it(compose: Compose) -> None:
