@@ -7,18 +7,16 @@ name the field, which we turn into one line that names the variable. Secrets are
 
 from __future__ import annotations
 
-import base64
-import binascii
 import difflib
 import functools
 import logging
 import os
-import re
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from sheetsync import setting_checks as checks
 from sheetsync.errors import ConfigError
 
 ENV_PREFIX = "SHEETSYNC_"
@@ -201,25 +199,16 @@ class Settings(BaseSettings):
     @classmethod
     def _check_keys(cls, keys: tuple[SecretStr, ...]) -> tuple[SecretStr, ...]:
         for position, key in enumerate(keys, start=1):
-            raw = _strict_urlsafe_b64decode(key.get_secret_value())
-            if raw is None:
-                raise ValueError(
-                    f"key #{position} is not urlsafe base64 (generate one: sheetsync keys generate)"
-                )
-            if len(raw) != 32:
-                raise ValueError(f"key #{position} must decode to 32 bytes, not {len(raw)}")
-            if len(set(raw)) < MIN_DISTINCT_KEY_BYTES:
-                raise ValueError(
-                    f"key #{position} is too weak (almost every byte the same): "
-                    "generate one with sheetsync keys generate"
-                )
+            problem = checks.pii_key_problem(key.get_secret_value())
+            if problem:
+                raise ValueError(f"key #{position} {problem}")
         return keys
 
     @field_validator("alert_webhook_url")
     @classmethod
     def _check_webhook(cls, url: SecretStr | None) -> SecretStr | None:
         if url is not None:
-            problem = _insecure_url_problem(url.get_secret_value())
+            problem = checks.insecure_url_problem(url.get_secret_value())
             if problem:
                 raise ValueError(problem)
         return url
@@ -229,16 +218,9 @@ class Settings(BaseSettings):
     def _check_owner_hook(cls, hook: SecretStr | None) -> SecretStr | None:
         if hook is None:
             return None
-        text = hook.get_secret_value()
-        if "://" in text:
-            problem = _insecure_url_problem(text)
-            if problem:
-                raise ValueError(problem)
-        elif not _DOTTED_PATH.fullmatch(text):
-            raise ValueError(
-                "must be an https:// URL or a dotted path package.module:function, "
-                f"not {text[:60]!r}"
-            )
+        problem = checks.hook_problem(hook.get_secret_value())
+        if problem:
+            raise ValueError(problem)
         return hook
 
     @field_validator("timezone")
@@ -325,7 +307,7 @@ class Settings(BaseSettings):
 
     @property
     def pii_key_bytes(self) -> tuple[bytes, ...]:
-        keys = (_strict_urlsafe_b64decode(k.get_secret_value()) for k in self.pii_keys)
+        keys = (checks.strict_urlsafe_b64decode(k.get_secret_value()) for k in self.pii_keys)
         return tuple(key for key in keys if key is not None)  # all valid: checked at load
 
     @classmethod
@@ -402,39 +384,3 @@ def check_settings() -> Settings:
 def reset_settings() -> None:
     """Forget the cached settings (tests and the CLI change the environment)."""
     _load_once.cache_clear()
-
-
-#: A PII key must have at least this many distinct byte values (a random 32-byte key
-#: has about 30; an all-zero or repeated-pattern key has a handful).
-MIN_DISTINCT_KEY_BYTES = 16
-_URLSAFE_ALPHABET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
-
-
-def _strict_urlsafe_b64decode(text: str) -> bytes | None:
-    """The bytes of urlsafe base64 ``text`` (padding optional), or None for anything
-    else: no other characters, no whitespace, no standard-alphabet ``+`` or ``/``."""
-    body = text.rstrip("=")
-    if len(text) - len(body) > 2 or not body or not set(body) <= _URLSAFE_ALPHABET:
-        return None
-    try:
-        return base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
-    except (binascii.Error, ValueError):
-        return None
-
-
-def _insecure_url_problem(url: str) -> str | None:
-    """Why a webhook URL is refused: not http(s), or plain http to a remote host."""
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(url)
-    if parts.scheme == "https" and parts.hostname:
-        return None
-    if parts.scheme == "http" and parts.hostname in LOOPBACK_HOSTS:
-        return None
-    return "must be an https:// URL (plain http only to localhost)"
-
-
-#: ``package.module:function``.
-_DOTTED_PATH = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
-#: Hosts a plain-http webhook may use.
-LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})

@@ -1,0 +1,63 @@
+"""What a setting's value must look like, for the checks of :mod:`sheetsync.settings`:
+each function returns why a value is refused (a phrase for the one-line error), or None.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from urllib.parse import urlsplit
+
+#: A PII key must have at least this many distinct byte values (a random 32-byte key
+#: has about 30; an all-zero or repeated-pattern key has a handful).
+MIN_DISTINCT_KEY_BYTES = 16
+PII_KEY_BYTES = 32
+_URLSAFE_ALPHABET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+#: ``package.module:function``.
+DOTTED_PATH = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
+#: Hosts a plain-http webhook may use.
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+def pii_key_problem(text: str) -> str | None:
+    """Why ``text`` is not a PII key: urlsafe base64 of 32 random-looking bytes."""
+    raw = strict_urlsafe_b64decode(text)
+    if raw is None:
+        return "is not urlsafe base64 (generate one: sheetsync keys generate)"
+    if len(raw) != PII_KEY_BYTES:
+        return f"must decode to {PII_KEY_BYTES} bytes, not {len(raw)}"
+    if len(set(raw)) < MIN_DISTINCT_KEY_BYTES:
+        return "is too weak (almost every byte the same): generate one with sheetsync keys generate"
+    return None
+
+
+def strict_urlsafe_b64decode(text: str) -> bytes | None:
+    """The bytes of urlsafe base64 ``text`` (padding optional), or None for anything
+    else: no other characters, no whitespace, no standard-alphabet ``+`` or ``/``."""
+    body = text.rstrip("=")
+    if len(text) - len(body) > 2 or not body or not set(body) <= _URLSAFE_ALPHABET:
+        return None
+    try:
+        return base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+    except (binascii.Error, ValueError):
+        return None
+
+
+def insecure_url_problem(url: str) -> str | None:
+    """Why a webhook URL is refused: not http(s), or plain http to a remote host."""
+    parts = urlsplit(url)
+    if parts.scheme == "https" and parts.hostname:
+        return None
+    if parts.scheme == "http" and parts.hostname in LOOPBACK_HOSTS:
+        return None
+    return "must be an https:// URL (plain http only to localhost)"
+
+
+def hook_problem(text: str) -> str | None:
+    """Why ``text`` is neither a webhook URL nor a ``package.module:function`` path."""
+    if "://" in text:
+        return insecure_url_problem(text)
+    if DOTTED_PATH.fullmatch(text):
+        return None
+    return f"must be an https:// URL or a dotted path package.module:function, not {text[:60]!r}"
