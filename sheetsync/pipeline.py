@@ -6,6 +6,7 @@ import threading
 from dataclasses import dataclass
 
 import redis
+from redis import Redis
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -26,9 +27,15 @@ class Pipeline:
     sessions: sessionmaker[Session]
 
     @classmethod
-    def build(cls, settings: Settings | None = None, *, engine: Engine | None = None) -> Pipeline:
+    def build(
+        cls,
+        settings: Settings | None = None,
+        *,
+        engine: Engine | None = None,
+        client: Redis | None = None,
+    ) -> Pipeline:
         settings = settings or get_settings()
-        client = redis_urls.client(settings.redis_url, health_check_interval=30)
+        client = client or redis_urls.client(settings.redis_url, health_check_interval=30)
         store = BufferStore(client, settings)
         engine = engine or make_engine(settings.database_url)
         return cls(

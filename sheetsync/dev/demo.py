@@ -20,7 +20,6 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-import redis
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from sqlalchemy import func, select
@@ -43,19 +42,16 @@ from sheetsync.dev.demo_report import (
 )
 from sheetsync.dev.demo_stack import (
     DEMO_DIR,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
     DemoError,
-    error_line,
-    signals_held,
-    sigterm_as_interrupt,
+    run_until_stopped,
     start_stack,
 )
 from sheetsync.dev.local import (
-    REDIS_INSTALL_HINT,
-    RedisNotInstalledError,
     WorkerProcess,
     wait_until,
 )
-from sheetsync.errors import SheetSyncError
 from sheetsync.models import SheetTransaction, TransactionType
 from sheetsync.pipeline import Pipeline
 
@@ -73,8 +69,6 @@ DEMO_FLUSH_DELAY_S = 3.0
 EMIT_TRANSACTION_SIZE = 100
 #: How long the rows may take to land once every answer is emitted.
 DRAIN_TIMEOUT_S = 40.0
-#: Exit codes, as the command line has them (130: interrupted, as shells report it).
-EXIT_OK, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 130
 #: Where the demo writes the SHEETSYNC_* variables that point `sheetsync` at its data.
 ENV_FILE = "env"
 
@@ -86,28 +80,16 @@ def run_demo(keep: bool = False) -> int:
     """Run the demo; returns the exit code. ``keep``: leave everything up until Ctrl-C."""
     console = Console(highlight=False, soft_wrap=True)
     workdir = Path.cwd() / DEMO_DIR
-    cleanup = ExitStack()
-    try:
-        with sigterm_as_interrupt():
-            _run(console, cleanup, workdir, keep)
-    except DemoError as failure:
-        error_line(f"{failure} (worker log: {shown(workdir / 'worker.log')})")
-        return EXIT_ERROR
-    except RedisNotInstalledError as failure:
-        error_line(
-            f"the demo starts a redis-server of its own, but {failure}: {REDIS_INSTALL_HINT}"
-        )
-        return EXIT_ERROR
-    except (SheetSyncError, redis.RedisError) as failure:
-        error_line(str(failure))
-        return EXIT_ERROR
-    except KeyboardInterrupt:
-        console.print("stopping everything the demo started…")
-        return EXIT_OK if keep else EXIT_INTERRUPTED
-    finally:
-        with signals_held():
-            cleanup.close()
-    return EXIT_OK
+    return run_until_stopped(
+        console,
+        lambda cleanup: _run(console, cleanup, workdir, keep),
+        interrupted=EXIT_OK if keep else EXIT_INTERRUPTED,
+        describe=lambda failure: (
+            f"{failure} (worker log: {shown(workdir / 'worker.log')})"
+            if isinstance(failure, DemoError)
+            else str(failure)
+        ),
+    )
 
 
 def _run(console: Console, cleanup: ExitStack, workdir: Path, keep: bool) -> None:

@@ -4,6 +4,7 @@ Without ``SHEETSYNC_REDIS_URL`` the demo never connects to any Redis it did not 
 not even one answering on the default port. With it (and ``SHEETSYNC_BROKER_URL``, if
 set), the demo first notes the names of the keys already there, and on the way out
 removes the keys it created: its buffers, sheet caches, rate windows and alert marks,
+the metrics' event counts (when they were not there before),
 its worker's heartbeat, and the Celery broker's keys (bindings, unacked messages, queue
 lists). A key that existed before is left as it is, and so is a key of another sheetsync
 process that appeared meanwhile: a shared Redis may serve a real deployment.
@@ -24,6 +25,7 @@ from sheetsync.keys import (
     BUFFER_INDEX,
     HEARTBEAT,
     HEARTBEATS,
+    METRICS_EVENTS,
     PREFIX,
     RATE_PROJECT,
     BufferKey,
@@ -52,7 +54,7 @@ class DemoKeys:
         """Whether a key that appeared during the demo is the demo's to remove."""
         if not name.startswith(f"{PREFIX}:"):
             return is_broker_key(name)
-        if name == RATE_PROJECT:
+        if name in (RATE_PROJECT, METRICS_EVENTS):  # appeared with the demo: made by it
             return True
         if any(name.startswith(f"{buffer.base}:") for buffer in self.buffers):
             return True

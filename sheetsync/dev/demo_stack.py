@@ -12,13 +12,14 @@ import os
 import secrets
 import signal
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
+import redis
 from rich.console import Console
 
 from sheetsync.crypto import generate_key, reset_keyring
@@ -27,7 +28,12 @@ from sheetsync.dev.demo_data import DEMO_FORMS, DemoSeed, demo_owners, seed_demo
 from sheetsync.dev.demo_redis import DemoRedis, open_demo_redis
 from sheetsync.dev.demo_report import shown
 from sheetsync.dev.emulator import EmulatorAdmin, EmulatorServer
-from sheetsync.dev.local import WorkerProcess, start_celery_worker
+from sheetsync.dev.local import (
+    REDIS_INSTALL_HINT,
+    RedisNotInstalledError,
+    WorkerProcess,
+    start_celery_worker,
+)
 from sheetsync.dispatch import QUEUES
 from sheetsync.errors import SheetSyncError
 from sheetsync.keys import BufferKey
@@ -227,6 +233,44 @@ def signals_held() -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+#: Exit codes, as the command line has them (130: interrupted, as shells report it).
+EXIT_OK, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 130
+
+
+def run_until_stopped(
+    console: Console,
+    body: Callable[[ExitStack], None],
+    *,
+    interrupted: int = EXIT_OK,
+    describe: Callable[[SheetSyncError], str] = str,
+) -> int:
+    """Run ``body`` (which starts children and registers their stops on the ExitStack it
+    gets), then stop them all, also after Ctrl-C or SIGTERM; returns the exit code: a
+    failure is one line on stderr (``describe`` words a SheetSyncError)."""
+    cleanup = ExitStack()
+    try:
+        with sigterm_as_interrupt():
+            body(cleanup)
+    except RedisNotInstalledError as failure:
+        error_line(
+            f"the demo starts a redis-server of its own, but {failure}: {REDIS_INSTALL_HINT}"
+        )
+        return EXIT_ERROR
+    except SheetSyncError as failure:
+        error_line(describe(failure))
+        return EXIT_ERROR
+    except redis.RedisError as failure:
+        error_line(str(failure))
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        console.print("stopping everything the demo started…")
+        return interrupted
+    finally:
+        with signals_held():
+            cleanup.close()
+    return EXIT_OK
 
 
 def error_line(message: str) -> None:

@@ -24,7 +24,6 @@ import urllib.request
 from contextlib import ExitStack
 from pathlib import Path
 
-import redis
 from rich.console import Console
 
 from sheetsync.dev.demo_data import revoke_access
@@ -32,19 +31,14 @@ from sheetsync.dev.demo_report import shown
 from sheetsync.dev.demo_stack import (
     DEMO_DIR,
     DemoError,
-    error_line,
-    signals_held,
-    sigterm_as_interrupt,
+    run_until_stopped,
     start_stack,
 )
 from sheetsync.dev.local import (
-    REDIS_INSTALL_HINT,
-    RedisNotInstalledError,
     free_port,
     stop_process_group,
     wait_until,
 )
-from sheetsync.errors import SheetSyncError
 
 #: The web app, in the repository (``make demo-web`` runs from a checkout).
 WEBAPP_DIR = Path(__file__).resolve().parents[2] / "examples" / "webapp"
@@ -52,31 +46,13 @@ WEBAPP_DIR = Path(__file__).resolve().parents[2] / "examples" / "webapp"
 DEMO_WEB_FLUSH_DELAY_S = 1.0
 DEFAULT_PORT = 8000
 WEBAPP_START_TIMEOUT_S = 20.0
-EXIT_OK, EXIT_ERROR = 0, 1
 
 
 def run_demo_web(host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> int:
     """Run until Ctrl-C (or SIGTERM); returns the exit code."""
     console = Console(highlight=False, soft_wrap=True)
     workdir = Path.cwd() / DEMO_DIR
-    cleanup = ExitStack()
-    try:
-        with sigterm_as_interrupt():
-            _run(console, cleanup, workdir, host, port)
-    except RedisNotInstalledError as failure:
-        error_line(
-            f"the demo starts a redis-server of its own, but {failure}: {REDIS_INSTALL_HINT}"
-        )
-        return EXIT_ERROR
-    except (SheetSyncError, redis.RedisError) as failure:
-        error_line(str(failure))
-        return EXIT_ERROR
-    except KeyboardInterrupt:
-        console.print("stopping everything the demo started…")
-    finally:
-        with signals_held():
-            cleanup.close()
-    return EXIT_OK
+    return run_until_stopped(console, lambda cleanup: _run(console, cleanup, workdir, host, port))
 
 
 def _run(console: Console, cleanup: ExitStack, workdir: Path, host: str, port: int) -> None:

@@ -17,8 +17,7 @@ from sqlalchemy import Engine, create_engine, event, func, select
 from sqlalchemy.engine import make_url
 
 from sheetsync import redis_urls
-from sheetsync.buffers.store import BufferStore
-from sheetsync.db import normalize_url, session_factory
+from sheetsync.db import normalize_url
 from sheetsync.keys import BufferKey
 from sheetsync.models import (
     DeadLetter,
@@ -30,7 +29,6 @@ from sheetsync.models import (
 from sheetsync.ops import links as ops_links
 from sheetsync.pipeline import Pipeline
 from sheetsync.settings import Settings
-from sheetsync.sheets.limiter import RateLimiter
 
 #: Seconds a Redis connect or command may take before the page shows an error instead.
 REDIS_TIMEOUT_S = 2.0
@@ -82,16 +80,7 @@ def read_pipeline(settings: Settings) -> Pipeline:
         socket_connect_timeout=REDIS_TIMEOUT_S,
         socket_timeout=REDIS_TIMEOUT_S,
     )
-    store = BufferStore(client, settings)
-    engine = read_engine(settings.database_url)
-    return Pipeline(
-        settings=settings,
-        redis=client,
-        store=store,
-        limiter=RateLimiter(client, settings, store.scripts),
-        engine=engine,
-        sessions=session_factory(engine),
-    )
+    return Pipeline.build(settings, engine=read_engine(settings.database_url), client=client)
 
 
 class ActionPipeline:
