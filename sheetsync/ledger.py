@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import typing
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -179,9 +180,12 @@ def claim_for_emit(
     recorded = {
         (spread_sheet_id, int(sheet_id)) for spread_sheet_id, sheet_id in session.execute(claiming)
     }
-    for spread_sheet_id, sheet_id, state, _ in entries:
-        if (spread_sheet_id, sheet_id) in recorded:
-            events.count(LEDGER_TRANSITIONS, to=state.value)
+    written = Counter(
+        state.value for spread_sheet_id, sheet_id, state, _ in entries
+        if (spread_sheet_id, sheet_id) in recorded
+    )  # fmt: skip
+    for state_name, count in written.items():
+        events.count(LEDGER_TRANSITIONS, count, to=state_name)
     return recorded
 
 

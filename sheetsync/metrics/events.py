@@ -19,6 +19,7 @@ which Prometheus' ``rate()`` and ``increase()`` treat as a counter reset.
 from __future__ import annotations
 
 import bisect
+import functools
 import json
 import logging
 import os
@@ -51,6 +52,7 @@ PUBLISH_EVERY_S = 1.0
 Labels = tuple[tuple[str, str], ...]
 
 
+@functools.lru_cache(maxsize=1024)  # few series, counted on every emit and flush
 def field_name(name: str, labels: Labels = ()) -> str:
     """The hash field of one series: ``["name", [["label", "value"], ...]]``."""
     return json.dumps([name, [list(pair) for pair in labels]], separators=(",", ":"))
@@ -127,6 +129,9 @@ class EventTally:
     def publish_soon(self, client: redis.Redis, every_s: float = PUBLISH_EVERY_S) -> None:
         """Publish now if the last publish was ``every_s`` ago or more, else once that
         much time has passed (a daemon timer): counts land within ``every_s``."""
+        timer = self._timer
+        if timer is not None and timer.is_alive():
+            return  # a publish is already on its way
         with self._lock:
             wait = self._published_at + every_s - time.monotonic()
             if wait > 0:
