@@ -1,10 +1,13 @@
 """SHEETSYNC_LOG_FORMAT=json: a real worker logs one JSON object per line, with a
-``flush.run`` event per run (token, buffer, rows, duration, outcome), and no values."""
+``flush.run`` event per run (token, buffer, rows, duration, outcome), and no values; so
+does the command line."""
 
 from __future__ import annotations
 
 import json
+import os
 
+from support.scrape import metrics_endpoint
 from support.waiting import wait_until
 
 from sheetsync import emit_answer_submitted
@@ -39,3 +42,17 @@ def test_a_json_worker_logs_structured_flush_events_without_values(world, worker
     assert values
     canaries = values | {"refresh-jsonlogs"}
     assert not [canary for canary in canaries if canary in text]
+
+
+def test_the_command_line_logs_json_too(pipeline_env, tmp_path):
+    env = {**os.environ, **pipeline_env(log_format="json")}
+    with metrics_endpoint(env, tmp_path, options=("--verbose",)) as scrape:
+        assert scrape.value("sheetsync_source_up", source="redis") == 1
+
+    lines = (tmp_path / "metrics.log").read_text().splitlines()
+    # What the command says to the person (stdout) stays text; its log lines are JSON.
+    assert any(line.startswith("serving metrics on http://") for line in lines)
+    records = [json.loads(line) for line in lines if line.startswith("{")]
+    [serving] = [r for r in records if r["event"] == "metrics.serve"]
+    assert serving["level"] == "info" and serving["logger"].startswith("sheetsync")
+    assert isinstance(serving["port"], int) and f":{serving['port']}" in scrape.url

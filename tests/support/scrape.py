@@ -47,12 +47,15 @@ def free_port() -> int:
 
 
 @contextmanager
-def metrics_endpoint(env: dict[str, str], log_dir: Path) -> Iterator[Scraper]:
-    """``sheetsync metrics --port`` with the test's environment, until the block ends."""
+def metrics_endpoint(
+    env: dict[str, str], log_dir: Path, options: tuple[str, ...] = ()
+) -> Iterator[Scraper]:
+    """``sheetsync [OPTIONS] metrics --port`` with the test's environment, until the block
+    ends; its output goes to ``log_dir/metrics.log``."""
     port = free_port()
     log = open(log_dir / "metrics.log", "wb")  # noqa: SIM115
     proc = subprocess.Popen(
-        [str(SCRIPT), "metrics", "--port", str(port)],
+        [str(SCRIPT), *options, "metrics", "--port", str(port)],
         cwd=ROOT,
         env=env,
         stdout=log,
