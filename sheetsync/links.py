@@ -17,16 +17,17 @@ same one, so prefer the setting.
 from __future__ import annotations
 
 import functools
-import importlib
 from collections.abc import Callable
+from typing import cast
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from sheetsync.dispatch import queue_for_plan
-from sheetsync.errors import ConfigError, SheetSyncError
+from sheetsync.errors import SheetSyncError
 from sheetsync.keys import BufferKey
 from sheetsync.models import SpreadSheet, Submission, User
+from sheetsync.setting_checks import import_callable
 from sheetsync.settings import get_settings
 
 #: Reasons recorded on the FAILED ids of a buffer whose link is gone or refused.
@@ -70,18 +71,7 @@ def configured_authorizer() -> Authorizer:
 def _load(dotted: str | None) -> Authorizer:
     if dotted is None:
         return owner_only
-    module_name, _, name = dotted.partition(":")
-    try:
-        found = getattr(importlib.import_module(module_name), name)
-    except (ImportError, AttributeError, ValueError):
-        raise ConfigError(
-            f"SHEETSYNC_LINK_AUTHORIZER: cannot import {dotted!r} "
-            "(expected package.module:function)"
-        ) from None
-    if not callable(found):
-        raise ConfigError(f"SHEETSYNC_LINK_AUTHORIZER: {dotted!r} is not callable")
-    authorizer: Authorizer = found
-    return authorizer
+    return cast(Authorizer, import_callable(dotted, "SHEETSYNC_LINK_AUTHORIZER"))
 
 
 class LinkGone(SheetSyncError):  # noqa: N818 (reads as the condition it is)

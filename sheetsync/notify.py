@@ -43,7 +43,6 @@ within the hour is told again.
 from __future__ import annotations
 
 import functools
-import importlib
 import json
 import logging
 import urllib.request
@@ -57,9 +56,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from sheetsync.dispatch import get_dispatcher
-from sheetsync.errors import ConfigError, SheetSyncError
+from sheetsync.errors import SheetSyncError
 from sheetsync.keys import BufferKey, owner_notified_key
 from sheetsync.models import SpreadSheet
+from sheetsync.setting_checks import import_callable
 from sheetsync.settings import Settings, get_settings
 
 log = logging.getLogger(__name__)
@@ -264,17 +264,7 @@ def is_url(hook: str) -> bool:
 @functools.cache
 def configured_callable(dotted: str) -> Callable[[Notification], object]:
     """The callable ``package.module:function`` names; ConfigError (one line) if not."""
-    module_name, _, name = dotted.partition(":")
-    try:
-        found = getattr(importlib.import_module(module_name), name)
-    except (ImportError, AttributeError, ValueError):
-        raise ConfigError(
-            f"SHEETSYNC_OWNER_HOOK: cannot import {dotted!r} "
-            "(expected an https:// URL or package.module:function)"
-        ) from None
-    if not callable(found):
-        raise ConfigError(f"SHEETSYNC_OWNER_HOOK: {dotted!r} is not callable")
-    hook: Callable[[Notification], object] = found
+    hook: Callable[[Notification], object] = import_callable(dotted, "SHEETSYNC_OWNER_HOOK")
     return hook
 
 

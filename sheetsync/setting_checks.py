@@ -1,13 +1,18 @@
 """What a setting's value must look like, for the checks of :mod:`sheetsync.settings`:
-each function returns why a value is refused (a phrase for the one-line error), or None.
+each ``*_problem`` function returns why a value is refused (a phrase for the one-line
+error), or None. :func:`import_callable` loads a setting that names a function.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import importlib
 import re
+from collections.abc import Callable
 from urllib.parse import urlsplit
+
+from sheetsync.errors import ConfigError
 
 #: A PII key must have at least this many distinct byte values (a random 32-byte key
 #: has about 30; an all-zero or repeated-pattern key has a handful).
@@ -61,3 +66,19 @@ def hook_problem(text: str) -> str | None:
     if DOTTED_PATH.fullmatch(text):
         return None
     return f"must be an https:// URL or a dotted path package.module:function, not {text[:60]!r}"
+
+
+def import_callable(dotted: str, variable: str) -> Callable[..., object]:
+    """The function ``package.module:function`` names, for the setting ``variable``;
+    ConfigError (one line) if it cannot be imported or is not callable."""
+    module_name, _, name = dotted.partition(":")
+    try:
+        found = getattr(importlib.import_module(module_name), name)
+    except (ImportError, AttributeError, ValueError):
+        raise ConfigError(
+            f"{variable}: cannot import {dotted!r} (expected package.module:function)"
+        ) from None
+    if not callable(found):
+        raise ConfigError(f"{variable}: {dotted!r} is not callable")
+    function: Callable[..., object] = found
+    return function

@@ -7,16 +7,10 @@ from typing import Annotated
 
 import typer
 from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
     TaskID,
-    TextColumn,
-    TimeElapsedColumn,
 )
 
-from sheetsync.cli.output import counted, err, hint, out, print_json
+from sheetsync.cli.output import counted, hint, out, print_json, progress_bar
 from sheetsync.cli.runtime import open_pipeline
 
 #: Formats ``--since`` accepts (a naive time is UTC).
@@ -54,15 +48,8 @@ def backfill(
 
     if since is not None and since.tzinfo is None:
         since = since.replace(tzinfo=UTC)
-    columns = (
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
     # Started by the first report, so a form or link that does not exist is one line.
-    bar = Progress(*columns, console=err)
+    bar = progress_bar()
     tasks: dict[str, TaskID] = {}
 
     def show(progress: BackfillProgress) -> None:

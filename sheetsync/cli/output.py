@@ -16,6 +16,14 @@ from typing import Any, NoReturn, TextIO
 import click
 import typer
 from rich.console import Console, RenderableType
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.style import StyleType
 from rich.table import Table
 from rich.text import Text
@@ -156,3 +164,15 @@ def with_ids(ids: Sequence[int], singular: str, plural: str | None = None) -> st
     """``1 dead letter (id 7)``, ``3 dead letters (ids 7, 8, 9)``, ``0 dead letters``."""
     text = counted(len(ids), singular, plural)
     return f"{text} {id_note(ids)}" if ids else text
+
+
+def progress_bar() -> Progress:
+    """The bar of long work (replays, backfills) on stderr: what, how far, how long."""
+    return Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+    )

@@ -15,16 +15,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
     Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
 )
 
 from sheetsync import ledger
-from sheetsync.cli.output import counted, err, hint, id_note, out, table, with_ids
+from sheetsync.cli.output import counted, hint, id_note, out, progress_bar, table, with_ids
 from sheetsync.flush.outcomes import Tally
 from sheetsync.models import DeadLetter, DeadLetterStatus, TransactionType
 from sheetsync.ops import replays
@@ -65,14 +60,7 @@ def replay_here(
         return [], 0
     outcomes: list[Outcome] = []
     taken: list[int] = []
-    columns = (
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=err) as progress:
+    with progress_bar() as progress:
         for entry_id in candidates:
             if not _claim(pipeline, [entry_id], include_failed=ids is not None):
                 taken.append(entry_id)
