@@ -85,8 +85,11 @@ def screenshot(browser: WebDriver, name: str, *, readme: bool = False) -> Path:
     path = ARTIFACTS / f"{name}.png"
     width = browser.get_window_size()["width"]
     browser.set_window_size(width, 600)  # a page shorter than the window is not stretched
-    height = browser.execute_script("return document.documentElement.scrollHeight")
-    browser.set_window_size(width, max(int(height) + 120, 600))
+    # The window's height includes the browser's own frame (outer - inner height).
+    height = browser.execute_script(
+        "return document.documentElement.scrollHeight + window.outerHeight - window.innerHeight"
+    )
+    browser.set_window_size(width, max(int(height) + 20, 600))
     browser.save_screenshot(str(path))
     if readme and os.environ.get(DOCS_IMAGES_VARIABLE) == "1":
         DOCS_IMAGES.mkdir(parents=True, exist_ok=True)
