@@ -29,6 +29,7 @@ from sheetsync.recovery import deadletters
 from sheetsync.web import labels
 from sheetsync.web.auth import CSRF_FIELD, same_origin
 from sheetsync.web.console import (
+    COUNT,
     Console,
     dead_letter_filter,
     error_text,
@@ -152,7 +153,6 @@ def bulk_confirm_page(request: Request) -> Response:
         shown=selection.ids[:SHOWN_ENTRIES] if selection else [],
         upto=max(selection.ids) if selection and selection.ids else None,
         unusable=unusable,
-        statuses=BULK_STATUSES,
         others=[
             (status, count)
             for status, count in sorted(selection.by_status.items())
@@ -175,7 +175,7 @@ async def bulk_act(request: Request) -> Response:
     if form is None:
         return _refused(console, request, back, "the dead letters")
     upto, confirmed = form.get("upto", ""), form.get("confirmed", "")
-    if not (upto.isdigit() and confirmed.isdigit()):
+    if not (COUNT.fullmatch(upto) and COUNT.fullmatch(confirmed)):
         return Response("bad request: upto and confirmed must be counts\n", status_code=400)
     try:
         done = await run_in_threadpool(_perform_bulk, console, action, where, int(upto))

@@ -4,6 +4,7 @@ page is rendered: every section read on its own, an outage shown as a banner."""
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -38,6 +39,8 @@ BULK_NOTICES = {
     "bulk-replay": "sent to the workers: their answers go back to their buffers now",
     "bulk-purge": "purged: their answers are recorded FAILED and will not be written",
 }
+#: A count or an entry id, as a form or a redirect carries it.
+COUNT = re.compile(r"[0-9]{1,18}")
 #: The dead-letter filter's query parameters, and the fields they set.
 FILTER_PARAMS = {
     "status": "status",
@@ -79,7 +82,7 @@ def notice_of(query: Mapping[str, str]) -> tuple[str, str] | None:
 
 
 def _count(value: str | None) -> int:
-    return int(value) if value is not None and value.isdigit() and len(value) < 10 else 0
+    return int(value) if value is not None and COUNT.fullmatch(value) else 0
 
 
 def dead_letter_filter(params: Mapping[str, Any]) -> dlq_store.Filter:

@@ -175,6 +175,17 @@ def test_a_bulk_action_takes_what_was_confirmed_as_it_stands(world, pipeline_env
         assert done.status == 200  # after the 303 back to the list, same filter
         assert "2 dead letters purged" in done.body
         assert "Left alone: 1 of the 3 confirmed, replayed, purged or changed" in done.body
+
+        # Counts that are not plain digits: one line of refusal, never a crash.
+        odd = {**fields, "upto": "\u00b2"}
+        refused = console.request(
+            "/dead-letters/bulk/purge",
+            data=urlencode(odd).encode(),
+            headers={**FORM_POST, "Origin": console.url},
+        )
+        assert refused.status == 400 and refused.body.count("\n") == 1
+        shown = console.request("/dead-letters?notice=bulk-purge&done=%C2%B2&confirmed=x")
+        assert shown.status == 200 and "0 dead letters purged" in shown.body
     statuses = _statuses(world)
     assert [statuses[i] for i in counted] == [DeadLetterStatus.PURGED] * 3
     assert statuses[late] is DeadLetterStatus.PENDING
