@@ -6,14 +6,14 @@ for importing SQLAlchemy and the models.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from sheetsync.models import DeadLetter
+from sheetsync.models import DeadLetter, DeadLetterAnswer
 from sheetsync.recovery import deadletters
 
 
@@ -21,6 +21,46 @@ from sheetsync.recovery import deadletters
 class Page:
     total: int
     entries: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Filter:
+    """Which dead letters a listing or a bulk action covers: those matching every field
+    given (None matches anything)."""
+
+    user_id: str | None = None
+    status: str | None = None
+    reason: str | None = None
+    submission_id: str | None = None
+    spread_sheet_id: str | None = None
+
+    def conditions(self) -> list[ColumnElement[bool]]:
+        conditions: list[ColumnElement[bool]] = []
+        if self.user_id is not None:
+            conditions.append(DeadLetter.user_id == self.user_id)
+        if self.status is not None:
+            conditions.append(DeadLetter.status == self.status)
+        if self.reason is not None:
+            conditions.append(DeadLetter.reason == self.reason)
+        if self.submission_id is not None:
+            conditions.append(DeadLetter.submission_id == self.submission_id)
+        if self.spread_sheet_id is not None:
+            conditions.append(DeadLetter.spread_sheet_id == self.spread_sheet_id)
+        return conditions
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The entries a filter matches now, for a bulk action on them."""
+
+    #: Matching entries in the statuses asked for, oldest first: what the action takes.
+    ids: list[int]
+    #: The answer ids those entries hold.
+    answers: int
+    #: Every matching entry, by status (those the action leaves alone included).
+    by_status: dict[str, int]
+    #: The owners of ``ids``, with how many of those entries each has.
+    owners: dict[str, int]
 
 
 def summary(entry: DeadLetter, answer_count: int) -> dict[str, Any]:
@@ -49,15 +89,11 @@ def list_entries(
     status: str | None,
     reason: str | None,
     limit: int,
+    submission_id: str | None = None,
+    spread_sheet_id: str | None = None,
 ) -> Page:
     """Entries matching every given filter, oldest first, at most ``limit``."""
-    conditions: list[ColumnElement[bool]] = []
-    if user_id is not None:
-        conditions.append(DeadLetter.user_id == user_id)
-    if status is not None:
-        conditions.append(DeadLetter.status == status)
-    if reason is not None:
-        conditions.append(DeadLetter.reason == reason)
+    conditions = Filter(user_id, status, reason, submission_id, spread_sheet_id).conditions()
     with sessions() as session:
         total = session.scalar(select(func.count()).select_from(DeadLetter).where(*conditions))
         rows = session.execute(
@@ -67,6 +103,43 @@ def list_entries(
             .limit(limit)
         ).all()
         return Page(total or 0, [summary(entry, count or 0) for entry, count in rows])
+
+
+def select_entries(
+    sessions: sessionmaker[Session],
+    where: Filter,
+    *,
+    statuses: Collection[str],
+    upto: int | None = None,
+) -> Selection:
+    """The entries ``where`` matches whose status is one of ``statuses`` (and whose id
+    is at most ``upto``, when given): the ids a bulk replay or purge passes on, as
+    ``dlq replay ID...`` and ``dlq purge ID...`` take them."""
+    conditions = where.conditions()
+    if upto is not None:
+        conditions.append(DeadLetter.id <= upto)
+    chosen = [*conditions, DeadLetter.status.in_(sorted(statuses))]
+    with sessions() as session:
+        by_status = {
+            str(getattr(status, "value", status)): int(count)
+            for status, count in session.execute(
+                select(DeadLetter.status, func.count())
+                .where(*conditions)
+                .group_by(DeadLetter.status)
+            )
+        }
+        rows = session.execute(
+            select(DeadLetter.id, DeadLetter.user_id).where(*chosen).order_by(DeadLetter.id)
+        ).all()
+        answers = session.scalar(
+            select(func.count())
+            .select_from(DeadLetterAnswer)
+            .where(DeadLetterAnswer.dead_letter_id.in_(select(DeadLetter.id).where(*chosen)))
+        )
+    owners: dict[str, int] = {}
+    for _, user_id in rows:
+        owners[user_id] = owners.get(user_id, 0) + 1
+    return Selection([entry_id for entry_id, _ in rows], int(answers or 0), by_status, owners)
 
 
 def get_entry(sessions: sessionmaker[Session], entry_id: int) -> dict[str, Any] | None:

@@ -35,6 +35,15 @@ def web(
             help="How often the overview's charts sample buffers and rate limits.",
         ),
     ] = 5.0,
+    refresh_interval: Annotated[
+        float,
+        typer.Option(
+            "--refresh-interval",
+            metavar="SECONDS",
+            min=0,
+            help="How often open pages update their figures (0: never; a page can pause it).",
+        ),
+    ] = 5.0,
 ) -> None:
     """Serve the web console: overview charts, buffers, links and dead letters.
 
@@ -56,7 +65,9 @@ def web(
 
     from sheetsync.web import create_app
 
-    app = create_app(settings, sample_interval_s=sample_interval)
+    app = create_app(
+        settings, sample_interval_s=sample_interval, refresh_interval_s=refresh_interval
+    )
     shown = f"[{host}]" if ":" in host else host
     auth = "token required" if settings.web_token is not None else "loopback only, no token"
     hint(f"sheetsync console on http://{shown}:{port}/ ({auth})")

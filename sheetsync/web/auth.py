@@ -32,13 +32,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 REALM = "sheetsync console"
 #: The hidden form field that carries the CSRF token.
 CSRF_FIELD = "csrf_token"
-#: Sent with every answer: nothing but our own stylesheet loads, no page may frame the
-#: console, and forms post only to it.
+#: Sent with every answer: nothing but our own stylesheet and script load (no inline
+#: script or style), the script fetches only the console's own pages, no page may frame
+#: the console, and forms post only to it.
 SECURITY_HEADERS = [
     (
         b"content-security-policy",
-        b"default-src 'none'; style-src 'self'; form-action 'self'; "
-        b"frame-ancestors 'none'; base-uri 'none'",
+        b"default-src 'none'; style-src 'self'; script-src 'self'; connect-src 'self'; "
+        b"form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
     ),
     (b"x-content-type-options", b"nosniff"),
     (b"referrer-policy", b"same-origin"),

@@ -21,7 +21,6 @@ from sheetsync.db import normalize_url
 from sheetsync.keys import BufferKey
 from sheetsync.models import (
     DeadLetter,
-    GoogleCredential,
     SheetTransaction,
     TransactionType,
     utcnow,
@@ -29,6 +28,7 @@ from sheetsync.models import (
 from sheetsync.ops import links as ops_links
 from sheetsync.pipeline import Pipeline
 from sheetsync.settings import Settings
+from sheetsync.web import labels
 
 #: Seconds a Redis connect or command may take before the page shows an error instead.
 REDIS_TIMEOUT_S = 2.0
@@ -197,16 +197,7 @@ def links(pipeline: Pipeline) -> dict[str, Any]:
     sheets = {row.spreadsheet for row in shown}
     successes = last_successes(pipeline, sheets)
     errors = last_errors(pipeline, sheets)
-    owners = sorted({row.owner for row in shown})
-    with pipeline.sessions() as session:
-        credentials = {
-            user: status.value
-            for user, status in session.execute(
-                select(GoogleCredential.user_id, GoogleCredential.status).where(
-                    GoogleCredential.user_id.in_(owners)
-                )
-            )
-        }
+    credentials = labels.credential_states(pipeline.sessions, {row.owner for row in shown})
     pipe = pipeline.redis.pipeline(transaction=False)
     for row in shown:
         pipe.llen(BufferKey(row.owner, row.form, row.spreadsheet, row.gid).buf)
@@ -215,7 +206,7 @@ def links(pipeline: Pipeline) -> dict[str, Any]:
     for row, depth in zip(shown, depths, strict=True):
         item = dataclasses.asdict(row)
         item["buffered"] = int(depth)
-        item["credential"] = credentials.get(row.owner, "none")
+        item["credential"] = credentials[row.owner]
         item["last_success"] = successes.get((row.spreadsheet, row.gid))
         item["last_error"] = errors.get((row.form, row.spreadsheet, row.gid))
         items.append(item)

@@ -13,10 +13,20 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from selenium.webdriver.remote.webdriver import WebDriver
+
+from sheetsync.dev.seed import SeededForm
+from sheetsync.keys import BufferKey
+from sheetsync.models import DeadLetterReason
+from sheetsync.recovery import deadletters
 from support.waiting import wait_until
+from support.world import Sheet, World
 
 SHEETSYNC = str(Path(sys.executable).with_name("sheetsync"))
 TOKEN = "console-test-token-3f9a"
+#: How often the refresh test's console refreshes its pages. The other tests keep the
+#: production default (5 s): their pictures show it, and no refresh swaps what they read.
+REFRESH_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -30,6 +40,14 @@ class Answer:
 class Console:
     url: str
     token: str
+
+    def authorize(self, browser: WebDriver) -> None:
+        """Make ``browser`` send the token with every request, its pages' own included."""
+        browser.execute_cdp_cmd("Network.enable", {})
+        browser.execute_cdp_cmd(
+            "Network.setExtraHTTPHeaders",
+            {"headers": {"Authorization": f"Bearer {self.token}"}},
+        )
 
     def request(
         self,
@@ -63,11 +81,22 @@ def free_port() -> int:
 
 
 @contextmanager
-def running_console(env: dict[str, str], *, token: str = TOKEN) -> Iterator[Console]:
+def running_console(
+    env: dict[str, str], *, token: str = TOKEN, refresh_s: float = 5.0
+) -> Iterator[Console]:
     port = free_port()
     environment = {**os.environ, **env, "SHEETSYNC_WEB_TOKEN": token}
     process = subprocess.Popen(
-        [SHEETSYNC, "web", "--port", str(port), "--sample-interval", "0.5"],
+        [
+            SHEETSYNC,
+            "web",
+            "--port",
+            str(port),
+            "--sample-interval",
+            "0.5",
+            "--refresh-interval",
+            str(refresh_s),
+        ],
         env=environment,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -93,3 +122,22 @@ def running_console(env: dict[str, str], *, token: str = TOKEN) -> Iterator[Cons
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def park(
+    world: World,
+    form: SeededForm,
+    sheet: Sheet,
+    ids: list[str],
+    reason: DeadLetterReason,
+    message: str = "Sheets API 503 UNAVAILABLE: Google kept failing",
+    *,
+    delay_s: float = 3600,
+) -> int:
+    """Park ``ids`` of ``form`` for ``sheet`` as the flush would; returns the entry's id
+    (the buffer's open entry for ``reason``, new or merged into)."""
+    key = BufferKey(form.owner_id, form.submission_id, sheet.spreadsheet_id, sheet.gid)
+    with world.pipeline.sessions.begin() as session:
+        entry = deadletters.park(session, key, ids, reason, message, delay_s=delay_s)
+        assert entry is not None
+        return entry.id

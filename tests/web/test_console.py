@@ -48,11 +48,7 @@ def test_console_shows_live_data_and_replays_a_dead_letter(world, pipeline_env, 
         emit_answer_submitted(answer_id)
 
     with running_console(env) as console, chromium() as browser:
-        browser.execute_cdp_cmd("Network.enable", {})
-        browser.execute_cdp_cmd(
-            "Network.setExtraHTTPHeaders",
-            {"headers": {"Authorization": f"Bearer {console.token}"}},
-        )
+        console.authorize(browser)
 
         def shown(path: str, *texts: str) -> bool:
             browser.get(console.url + path)
@@ -71,29 +67,42 @@ def test_console_shows_live_data_and_replays_a_dead_letter(world, pipeline_env, 
         body = browser.find_element(By.TAG_NAME, "body").text
         assert "Could not read everything" not in body
         assert "Rows appended" in body and "Dead letters" in body
-        screenshot(browser, "console-overview")
+        screenshot(browser, "console-overview", readme=True)
 
         assert shown("/buffers", healthy.submission_id, healthy_sheet.spreadsheet_id)
-        row = browser.find_element(By.XPATH, f"//tr[td[text()='{healthy.submission_id}']]")
-        assert row.find_element(By.CSS_SELECTOR, "td.num").text == "4"
-        screenshot(browser, "console-buffers")
+        row = browser.find_element(By.CSS_SELECTOR, f"tr[data-form='{healthy.submission_id}']")
+        assert row.find_element(By.CSS_SELECTOR, "td.depth").text == "4"
+        screenshot(browser, "flow-buffers")
 
         assert shown("/links", broken.submission_id, healthy.submission_id)
-        broken_row = browser.find_element(By.XPATH, f"//tr[td[text()='{broken.submission_id}']]")
+        broken_row = browser.find_element(
+            By.CSS_SELECTOR, f"tr[data-form='{broken.submission_id}']"
+        )
         assert "INVALID" in broken_row.text and "CREDENTIAL" in broken_row.text
-        healthy_row = browser.find_element(By.XPATH, f"//tr[td[text()='{healthy.submission_id}']]")
+        # Its owner's credential is INVALID: the link writes nothing, and says so.
+        broken_state = broken_row.find_element(By.CSS_SELECTOR, "td.state").text
+        assert "not writing" in broken_state and "active" not in broken_state
+        healthy_row = browser.find_element(
+            By.CSS_SELECTOR, f"tr[data-form='{healthy.submission_id}']"
+        )
+        assert "active" in healthy_row.find_element(By.CSS_SELECTOR, "td.state").text
         assert " ago" in healthy_row.text  # its last success
-        screenshot(browser, "console-links")
+        screenshot(browser, "flow-links")
 
         assert shown("/dead-letters", f'href="/dead-letters/{entry.id}"', "CREDENTIAL")
-        screenshot(browser, "console-dead-letters")
+        screenshot(browser, "flow-dead-letters")
 
         assert shown(f"/dead-letters/{entry.id}", *parked)
-        screenshot(browser, "console-dead-letter")
+        screenshot(browser, "flow-dead-letter")
         page = browser.page_source
         for answer_id in parked:  # ids only: no answer's values, no token
             assert answer_id in page
         assert "refresh-owner" not in page
+
+        # Before the owner reconnects, the replay's confirmation warns it would not help.
+        browser.get(f"{console.url}/dead-letters/{entry.id}/replay")
+        warning = browser.find_element(By.ID, "credential-warning").text
+        assert "owner_revoked: INVALID" in warning and "reconnect" in warning
 
         # The owner reconnects; the operator replays from the console.
         admin.add_account("google-owner_revoked", "refresh-owner_revoked")
@@ -103,11 +112,12 @@ def test_console_shows_live_data_and_replays_a_dead_letter(world, pipeline_env, 
             browser.find_element(By.LINK_TEXT, "Replay…").click()
             assert "/replay" in browser.current_url
             assert "Replay dead letter" in browser.find_element(By.TAG_NAME, "h1").text
-            screenshot(browser, "console-confirm-replay")
+            assert browser.find_elements(By.ID, "credential-warning") == []  # VALID again
+            screenshot(browser, "flow-confirm-replay")
             browser.find_element(By.ID, "confirm").click()
             wait_until(lambda: "Sent to the workers" in browser.page_source, timeout=10)
             assert browser.current_url.endswith(f"/dead-letters/{entry.id}?notice=replay-sent")
-            screenshot(browser, "console-replayed")
+            screenshot(browser, "flow-replayed")
             wait_until(lambda: sorted(world.ids_in(broken_sheet)) == sorted(parked), timeout=30)
             wait_until(lambda: sorted(world.ids_in(healthy_sheet)) == sorted(landed + waiting))
             wait_until(
