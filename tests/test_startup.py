@@ -250,3 +250,23 @@ def test_a_database_migrated_by_a_newer_sheetsync(migrated: Path, tmp_path: Path
         f"knows ({head}): upgrade sheetsync"
     )
     check_database(f"sqlite:///{migrated}")  # the newest revision passes
+
+
+def test_an_unknown_variable_is_warned_about_once_by_a_worker(
+    good_env: dict[str, str], tmp_path: Path
+) -> None:
+    """Read at import and again by the start-up check: still one warning."""
+    env = {**good_env, "SHEETSYNC_FLUSH_DELAYS": "1", "SHEETSYNC_PII_KEYS": ""}
+    (tmp_path / "run").mkdir()
+    result = subprocess.run(
+        COMMANDS["worker"],
+        cwd=tmp_path / "run",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=START_TIMEOUT_S,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert result.stderr.count("SHEETSYNC_FLUSH_DELAYS is not a sheetsync setting") == 1
+    assert result.stderr.splitlines()[-1].startswith("error: SHEETSYNC_PII_KEYS is empty")
