@@ -67,13 +67,11 @@ def good_env(migrated: Path, tmp_path: Path) -> dict[str, str]:
     }
 
 
-def start(process: str, env: dict[str, str], where: Path) -> str:
-    """Start ``process`` in the empty directory ``where``; return its one error line
-    after checking that it exited 1, printed no traceback and created nothing."""
+def run(process: str, env: dict[str, str], where: Path) -> subprocess.CompletedProcess[str]:
+    """Start ``process`` in the new, empty directory ``where``, until it exits."""
     where.mkdir()
-    command = [part.format(tmp=where.parent) for part in COMMANDS[process]]
-    result = subprocess.run(
-        command,
+    return subprocess.run(
+        [part.format(tmp=where.parent) for part in COMMANDS[process]],
         cwd=where,
         env=env,
         capture_output=True,
@@ -82,6 +80,12 @@ def start(process: str, env: dict[str, str], where: Path) -> str:
         stdin=subprocess.DEVNULL,
         check=False,
     )
+
+
+def start(process: str, env: dict[str, str], where: Path) -> str:
+    """Start ``process`` in the empty directory ``where``; return its one error line
+    after checking that it exited 1, printed no traceback and created nothing."""
+    result = run(process, env, where)
     lines = result.stderr.strip().splitlines()
     assert result.returncode == 1, result.stdout + result.stderr
     assert len(lines) == 1, result.stderr
@@ -257,16 +261,7 @@ def test_an_unknown_variable_is_warned_about_once_by_a_worker(
 ) -> None:
     """Read at import and again by the start-up check: still one warning."""
     env = {**good_env, "SHEETSYNC_FLUSH_DELAYS": "1", "SHEETSYNC_PII_KEYS": ""}
-    (tmp_path / "run").mkdir()
-    result = subprocess.run(
-        COMMANDS["worker"],
-        cwd=tmp_path / "run",
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=START_TIMEOUT_S,
-        check=False,
-    )
+    result = run("worker", env, tmp_path / "run")
     assert result.returncode == 1
     assert result.stderr.count("SHEETSYNC_FLUSH_DELAYS is not a sheetsync setting") == 1
     assert result.stderr.splitlines()[-1].startswith("error: SHEETSYNC_PII_KEYS is empty")

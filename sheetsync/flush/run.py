@@ -234,6 +234,7 @@ class FlushRun:
                 len(intent.answer_ids),
             )
             with self.p.sessions.begin() as session:
+                note_replays(self, session)
                 ledger.record(
                     session,
                     landed,
