@@ -19,7 +19,11 @@ import uuid
 from datetime import UTC, datetime
 from itertools import zip_longest
 
-from sheetsync import check_settings, crypto, db, emit_answer_submitted
+import redis
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from sheetsync import check_settings, crypto, db, emit_answer_submitted, redis_urls
 from sheetsync.dev.emulator import EmulatorAdmin
 from sheetsync.errors import SheetSyncError
 from sheetsync.models import (
@@ -27,15 +31,20 @@ from sheetsync.models import (
     Plan,
     Question,
     QuestionType,
+    SheetTransaction,
     SpreadSheet,
     Step,
     Submission,
     SubmissionAnswer,
+    TransactionType,
     User,
 )
+from sheetsync.ops import heartbeats
+from sheetsync.ops.text import mask_url
+from sheetsync.settings import get_settings
 
 #: Covers the debounce (SHEETSYNC_FLUSH_DELAY_S, 10 s by default) and a worker's start.
-TIMEOUT_S = 60.0
+TIMEOUT_S = float(os.environ.get("EXAMPLE_TIMEOUT_S", "60"))
 SHEETS_SCOPE = "https://www.googleapis.com/auth/spreadsheets"
 
 
@@ -148,11 +157,45 @@ def main() -> int:
             return 0
         time.sleep(0.2)
     print(
-        f"error: answer {answer_id} did not reach the sheet within {TIMEOUT_S:.0f} s; is a "
-        "worker running (celery -A sheetsync.celery worker) with the same SHEETSYNC_* settings?",
+        f"error: answer {answer_id} did not reach the sheet within {TIMEOUT_S:.0f} s: "
+        + why_not_in_the_sheet(sessions, answer_id),
         file=sys.stderr,
     )
     return 1
+
+
+def why_not_in_the_sheet(sessions: sessionmaker[Session], answer_id: str) -> str:
+    """The likeliest reason, from what the ledger and Redis say, most telling first."""
+    with sessions() as session:
+        entry = session.scalars(
+            select(SheetTransaction).where(SheetTransaction.submission_answer_id == answer_id)
+        ).first()
+    if entry is not None and entry.type is not TransactionType.ENQUEUED:
+        return (
+            f"a worker recorded it {entry.type.value} ({entry.error_message}); "
+            "`sheetsync dlq list` and `sheetsync status` say more"
+        )
+    settings = get_settings()
+    redis_url = mask_url(settings.redis_url)
+    try:
+        with redis_urls.client(settings.redis_url, socket_timeout=2) as client:
+            workers = [beat.name for beat in heartbeats.live(client) if beat.role == "worker"]
+    except redis.RedisError as exc:
+        return (
+            f"Redis at {redis_url} does not answer ({type(exc).__name__}): start it; the "
+            "answer waits ENQUEUED, and beat's reconciler pushes it once Redis is back"
+        )
+    if not workers:
+        return (
+            f"no worker is running on Redis at {redis_url}: start `celery -A sheetsync.celery "
+            "worker` with the same SHEETSYNC_* settings (a worker that cannot start says why "
+            "in one line; one on another SHEETSYNC_REDIS_URL never sees this answer)"
+        )
+    return (
+        f"worker {', '.join(workers)} runs but did not write it: its log says why (another "
+        "SHEETSYNC_DATABASE_URL or SHEETSYNC_PII_KEYS, or the Sheets API at "
+        f"{settings.google_api_endpoint} unreachable)"
+    )
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from sheetsync.emit.backfill import BackfillResult, backfill
     from sheetsync.emit.resend import ResendResult, resend_failed
     from sheetsync.recovery.replay import credential_reconnected
-    from sheetsync.settings import check_settings
+    from sheetsync.startup import check_settings
 
 __all__ = [
     "BackfillResult",
@@ -50,7 +50,7 @@ _LAZY = {
     "ResendResult": "sheetsync.emit.resend",
     "resend_failed": "sheetsync.emit.resend",
     "credential_reconnected": "sheetsync.recovery.replay",
-    "check_settings": "sheetsync.settings",
+    "check_settings": "sheetsync.startup",
 }
 
 

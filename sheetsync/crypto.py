@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from sheetsync.errors import CryptoError, MissingKeyError
+from sheetsync.errors import CryptoError, MissingKeyError, PiiKeysError
 from sheetsync.settings import get_settings
 
 #: The format every encryption writes: bound to a purpose and a context.
@@ -67,8 +67,8 @@ _ANSWER_VALUE = b"sheetsync:answer-value"
 _REFRESH_TOKEN = b"sheetsync:refresh-token"
 
 EMPTY_KEYS_MESSAGE = (
-    "SHEETSYNC_PII_KEYS is empty: set at least one key (generate one with "
-    "`python -c 'from sheetsync.crypto import generate_key; print(generate_key())'`)"
+    "SHEETSYNC_PII_KEYS is empty: set at least one key, the same as the web app's "
+    "(on a first setup, `sheetsync keys generate` prints one)"
 )
 
 
@@ -139,7 +139,11 @@ def _what(context: bytes) -> tuple[str, str]:
 
 
 class Keyring:
-    """Keys by id, with their ciphers built once. The first key encrypts."""
+    """Keys by id, with their ciphers built once. The first key encrypts.
+
+    Keys that cannot serve (none, or a malformed one) are the configuration's fault:
+    :class:`PiiKeysError`, a ConfigError, never a credential's or an answer's failure.
+    """
 
     __slots__ = ("_ciphers", "_header", "_primary", "primary_key_id")
 
@@ -147,16 +151,16 @@ class Keyring:
         if keys is None:
             keys = get_settings().pii_key_bytes
         if not keys:
-            raise CryptoError(EMPTY_KEYS_MESSAGE)
+            raise PiiKeysError(EMPTY_KEYS_MESSAGE)
         ciphers: dict[bytes, AESGCM] = {}
         seen: dict[bytes, bytes] = {}
         for position, key in enumerate(keys, start=1):
             if len(key) != KEY_BYTES:
-                raise CryptoError(f"PII key #{position} must be {KEY_BYTES} bytes, not {len(key)}")
+                raise PiiKeysError(f"PII key #{position} must be {KEY_BYTES} bytes, not {len(key)}")
             ident = key_id(key)
             if ident in seen:
                 if seen[ident] != key:
-                    raise CryptoError(
+                    raise PiiKeysError(
                         f"PII key #{position} has the key id of an earlier, different key: "
                         "generate a new one"
                     )

@@ -5,21 +5,29 @@ worker processes and the web app share one file, so every connection runs in WAL
 with a 30 s busy timeout and foreign keys on, and every transaction starts with
 ``BEGIN IMMEDIATE``: writers queue for the write lock at BEGIN instead of failing (or
 losing an update) when a read transaction later tries to write.
+
+Only a migration creates a database: every other engine opens a SQLite file read-write
+without creating it, so a process pointed at the wrong directory (or with no
+``SHEETSYNC_DATABASE_URL`` at all) fails with one line instead of making an empty file.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import NullPool
 
+from sheetsync.errors import ConfigError
+from sheetsync.ops.text import mask_url
 from sheetsync.settings import get_settings
 
 if TYPE_CHECKING:
@@ -63,10 +71,12 @@ def is_sqlite(engine: Engine | Connection) -> bool:
     return engine.dialect.name == "sqlite"
 
 
-def make_engine(url: str | None = None, **engine_options: Any) -> Engine:
+def make_engine(url: str | None = None, *, create: bool = False, **engine_options: Any) -> Engine:
     """A new engine for ``url`` (default: ``SHEETSYNC_DATABASE_URL``).
 
-    ``engine_options`` go to :func:`sqlalchemy.create_engine` unchanged.
+    A SQLite file must exist unless ``create`` (migrations): connecting to a missing one
+    raises a one-line :class:`ConfigError` and creates nothing. ``engine_options`` go to
+    :func:`sqlalchemy.create_engine` unchanged.
     """
     url = normalize_url(url if url is not None else get_settings().database_url)
     backend = make_url(url).get_backend_name()
@@ -75,9 +85,70 @@ def make_engine(url: str | None = None, **engine_options: Any) -> Engine:
         connect_args.setdefault("timeout", DEFAULT_SQLITE_BUSY_TIMEOUT_S)
         engine = create_engine(url, connect_args=connect_args, **engine_options)
         _configure_sqlite(engine)
+        if not create:
+            _open_existing_files_only(engine, url)
         return engine
     engine_options.setdefault("pool_pre_ping", True)
     return create_engine(url, **engine_options)
+
+
+def sqlite_file(url: str) -> str | None:
+    """The file a SQLite URL names; "" for an in-memory database; None for any other
+    database (or a ``file:`` URI, ``?uri=true``, which names its own open mode)."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite":
+        return None
+    if str(parsed.query.get("uri", "")).lower() == "true":
+        if parsed.query.get("mode") == "memory":
+            return ""
+        return None
+    path = parsed.database or ""
+    return "" if path == ":memory:" else path
+
+
+def missing_database_message(url: str) -> str:
+    return (
+        f"no database at {mask_url(url)}: run `sheetsync db upgrade` first "
+        "(or set SHEETSYNC_DATABASE_URL)"
+    )
+
+
+def require_database(url: str, *, create: bool = False) -> None:
+    """Refuse, in one line (:class:`ConfigError`), a SQLite database this process must
+    not open: a file that does not exist (only a migration, ``create=True``, makes one),
+    or an in-memory database, which starts empty and is gone when the process ends."""
+    shown = mask_url(url)
+    path = sqlite_file(url)
+    if make_url(url).get_backend_name() == "sqlite" and path == "":
+        raise ConfigError(
+            f"SHEETSYNC_DATABASE_URL={shown} is an in-memory SQLite database, empty and gone "
+            "when the process ends: point it at a file (sqlite:///path) or PostgreSQL"
+        )
+    if not path:
+        return
+    if create:
+        folder = Path(path).absolute().parent
+        if not folder.is_dir():
+            raise ConfigError(f"cannot create the database at {shown}: no directory {folder}")
+    elif not Path(path).is_file():
+        raise ConfigError(missing_database_message(url))
+
+
+def _open_existing_files_only(engine: Engine, url: str) -> None:
+    """Open the SQLite file read-write but never create it (``mode=rw``): a file that is
+    missing, or was deleted since, is a one-line ConfigError, not a new empty database."""
+
+    @event.listens_for(engine, "do_connect")
+    def _existing_file(
+        _dialect: Any, _record: Any, cargs: list[Any], cparams: dict[str, Any]
+    ) -> None:
+        path = cargs[0] if cargs else None
+        if not isinstance(path, str) or path in ("", ":memory:") or cparams.get("uri"):
+            return
+        if not os.path.isfile(path):
+            raise ConfigError(missing_database_message(url))
+        cargs[0] = f"file:{quote(os.path.abspath(path))}?mode=rw"
+        cparams["uri"] = True
 
 
 def _configure_sqlite(engine: Engine) -> None:
@@ -172,7 +243,7 @@ def upgrade(url: str | None = None, revision: str = "head") -> None:
     """
     from alembic import command
 
-    engine = make_engine(url, poolclass=NullPool)
+    engine = make_engine(url, create=True, poolclass=NullPool)
     try:
         with engine.begin() as connection:
             config = alembic_config()

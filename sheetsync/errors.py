@@ -50,10 +50,17 @@ class CryptoError(SheetSyncError):
     """A personal-info token could not be encrypted or decrypted."""
 
 
-class MissingKeyError(ConfigError, CryptoError):
-    """A token names a key that is not in ``SHEETSYNC_PII_KEYS``: the data is fine, the
-    configuration is not. Retried, then dead-lettered with an alert; once the key is
-    back, a replay delivers."""
+class PiiKeysError(ConfigError, CryptoError):
+    """``SHEETSYNC_PII_KEYS`` cannot serve: it is empty, holds a malformed key, or lacks
+    the key a token names. The data is fine, the configuration is not: a flush retries,
+    then parks a CONFIGURATION dead letter with an operator alert, and a replay delivers
+    once the key is back. Never a credential's or an answer's failure (it is a
+    :class:`CryptoError` too, so whoever sorts crypto failures must ask this first)."""
+
+
+class MissingKeyError(PiiKeysError):
+    """A token names a key that is not in ``SHEETSYNC_PII_KEYS`` (dropped too early, or
+    this process has other keys than the web app)."""
 
 
 class NotFoundError(SheetSyncError):

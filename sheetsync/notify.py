@@ -269,7 +269,7 @@ def configured_callable(dotted: str) -> Callable[[Notification], object]:
 
 
 def check_hook(settings: Settings) -> None:
-    """Import a dotted-path hook now (for :func:`sheetsync.settings.check_settings`)."""
+    """Import a dotted-path hook now (for :func:`sheetsync.startup.check_settings`)."""
     if settings.owner_hook is not None:
         hook = settings.owner_hook.get_secret_value()
         if not is_url(hook):

@@ -323,8 +323,14 @@ class Settings(BaseSettings):
         except ValidationError as exc:
             raise ConfigError(_one_line(exc)) from None
         for warning in unknown_variables(os.environ):
-            log.warning("%s", warning)
+            if warning not in _warned:  # settings are read again (CLI, tests): say it once
+                _warned.add(warning)
+                log.warning("%s", warning, extra={"event": "settings.unknown_variable"})
         return settings
+
+
+#: The unknown-variable warnings this process gave already.
+_warned: set[str] = set()
 
 
 def unknown_variables(environ: Any) -> list[str]:
@@ -366,19 +372,6 @@ def get_settings() -> Settings:
     if isinstance(loaded, ConfigError):
         raise ConfigError(str(loaded))
     return loaded
-
-
-def check_settings() -> Settings:
-    """Read and check the settings now: call it when the web app starts, so that a bad
-    value stops the start-up with one line instead of failing requests later. It also
-    imports ``SHEETSYNC_LINK_AUTHORIZER`` and a dotted ``SHEETSYNC_OWNER_HOOK``, if set."""
-    from sheetsync import links, notify
-
-    reset_settings()
-    settings = get_settings()
-    links.configured_authorizer()
-    notify.check_hook(settings)
-    return settings
 
 
 def reset_settings() -> None:

@@ -29,6 +29,8 @@ The pipeline
     ``worker_processes`` a factory of real ``celery -A sheetsync.celery worker`` processes.
     ``world``            seeds owners, forms, sheets (in the emulator) and answers.
     ``alerts``           a webhook that records alerts, set as SHEETSYNC_ALERT_WEBHOOK_URL.
+    ``notify_dir``       where the owner hooks of ``support.notify_hooks`` (named by dotted
+                         path in SHEETSYNC_OWNER_HOOK) write what they were called with.
 
 Settings, keyring and the default engine are cached per process; they are reset around
 every test so one test's environment never leaks into the next.
@@ -51,6 +53,7 @@ from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 from support.alerts import AlertSink
+from support.paths import ROOT
 from support.processes import WorkerProcesses
 from support.redis_dbs import PIPELINE_REDIS_URL, broker_url_for
 from support.world import World
@@ -312,3 +315,13 @@ def alerts(pipeline_env: Callable[..., dict[str, str]]) -> Iterator[AlertSink]:
     pipeline_env(alert_webhook_url=sink.url)
     yield sink
     sink.close()
+
+
+@pytest.fixture
+def notify_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Where the dotted-path hooks (run by a worker, maybe a process) write what they saw."""
+    directory = tmp_path / "notified"
+    directory.mkdir()
+    monkeypatch.setenv("SHEETSYNC_TEST_NOTIFY_DIR", str(directory))
+    monkeypatch.setenv("PYTHONPATH", str(ROOT / "tests"))
+    return directory

@@ -1,10 +1,12 @@
-"""examples/minimal.py, run the way README.md tells a reader to: a subprocess with the
-SHEETSYNC_* environment of the README, against the emulator and a real worker process."""
+"""examples/minimal.py, run the way README.md tells a reader to: the README's commands in
+its order (read from its text), with the SHEETSYNC_* environment of the README, against
+the emulator and a real worker process."""
 
 from __future__ import annotations
 
 import base64
 import os
+import shlex
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -29,8 +31,25 @@ from sheetsync.models import (
 from sheetsync.settings import NON_SETTING_VARIABLES
 
 EXAMPLE = ROOT / "examples" / "minimal.py"
+SCRIPT = Path(sys.executable).with_name("sheetsync")
 #: Far above what the example needs with a 0.5 s debounce; only a hang reaches it.
 EXAMPLE_TIMEOUT_S = 120
+WORKER_COMMAND = "celery -A sheetsync.celery worker"
+
+
+def readme_commands() -> list[str]:
+    """The commands README.md's "A minimal integration to run" has a reader run, in its
+    order: the shell block's lines without exports, comments and a trailing ``&``."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("### A minimal integration to run") :]
+    block = section[section.index("```sh\n") + len("```sh\n") :]
+    block = block[: block.index("```")]
+    commands = []
+    for line in block.splitlines():
+        command = line.split("#", 1)[0].strip().removesuffix("&").strip()
+        if command and not command.startswith(("source ", "export ")):
+            commands.append(command)
+    return commands
 
 
 @pytest.fixture
@@ -64,8 +83,26 @@ def example_db(sqlite_url: str) -> Iterator[Engine]:
 def test_minimal_example_lands_its_answer_in_the_sheet(
     readme_env: dict[str, str], admin: EmulatorAdmin, example_db: Engine, tmp_path: Path
 ) -> None:
+    commands = readme_commands()
+    [worker_line] = [c for c in commands if c.startswith(WORKER_COMMAND)]
+    upgrade, worker, example = (
+        commands.index(c)
+        for c in ("sheetsync db upgrade", worker_line, "python examples/minimal.py")
+    )
+    assert upgrade < worker < example, commands  # a worker refuses a database without schema
+    worker_args = shlex.split(worker_line.removeprefix(WORKER_COMMAND))
+    assert worker_args == ["-B"], worker_line  # beat inside, so run the same here
+    migrate = subprocess.run(
+        [str(SCRIPT), "db", "upgrade"],
+        env={**os.environ, **readme_env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert migrate.returncode == 0, migrate.stderr
     workers = WorkerProcesses(readme_env, tmp_path)
-    workers.start()
+    workers.start(extra_args=(*worker_args, "--schedule", str(tmp_path / "beat-schedule")))
     try:
         run = subprocess.run(
             [sys.executable, str(EXAMPLE)],
@@ -100,3 +137,24 @@ def test_minimal_example_lands_its_answer_in_the_sheet(
     assert cell == decrypt_answer_value(
         stored, answer_id=answer.id, question_id=personal_info.id, keys=[key]
     )
+
+
+def test_without_a_worker_the_example_says_so(
+    readme_env: dict[str, str], admin: EmulatorAdmin, example_db: Engine
+) -> None:
+    """No worker on the README's Redis: after its wait, the example names that cause (not
+    a guess among several), and exits 1 with one line."""
+    run = subprocess.run(
+        [sys.executable, str(EXAMPLE)],
+        cwd=ROOT,
+        env={**os.environ, **readme_env, "EXAMPLE_TIMEOUT_S": "2"},
+        capture_output=True,
+        text=True,
+        timeout=EXAMPLE_TIMEOUT_S,
+        check=False,
+    )
+    assert run.returncode == 1, run.stdout + run.stderr
+    [line] = run.stderr.splitlines()
+    assert "did not reach the sheet within 2 s: no worker is running on Redis at" in line, line
+    assert readme_env["SHEETSYNC_REDIS_URL"] in line
+    assert "celery -A sheetsync.celery worker" in line

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
 
 import pytest
 from alembic.autogenerate import compare_metadata
@@ -11,12 +12,14 @@ from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Column, Engine, Integer, MetaData, inspect, select, text
 from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError, StatementError
 from sqlalchemy.orm import Session
 from support.databases import on_both_databases
 
 from sheetsync import db
 from sheetsync.dev.seed import seed_answers, seed_form
+from sheetsync.errors import ConfigError
 from sheetsync.models import (
     Base,
     DeadLetter,
@@ -251,12 +254,40 @@ def test_backend_helpers(engine: Engine, db_url: str) -> None:
 
 
 def test_sqlite_connections_use_wal_and_foreign_keys(sqlite_url: str) -> None:
-    engine = db.make_engine(sqlite_url)
+    engine = db.make_engine(sqlite_url, create=True)
     try:
         with engine.connect() as connection:
             assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
             assert connection.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
             assert connection.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30_000
+    finally:
+        engine.dispose()
+
+
+def test_only_a_migration_creates_a_sqlite_file(sqlite_url: str, tmp_path: Path) -> None:
+    """An engine opens a SQLite file without creating it: a missing one is one line that
+    says what to run, even when it disappears after the engine was made, and nothing
+    (no -wal, no -shm) is left behind; a migration makes it."""
+    assert Path(make_url(sqlite_url).database or "").parent == tmp_path
+    engine = db.make_engine(sqlite_url)
+    try:
+        for _ in range(2):
+            with pytest.raises(ConfigError) as caught, engine.connect():
+                pass
+            assert str(caught.value) == (
+                f"no database at {sqlite_url}: run `sheetsync db upgrade` first "
+                "(or set SHEETSYNC_DATABASE_URL)"
+            )
+            assert list(tmp_path.iterdir()) == []
+        db.upgrade(sqlite_url)
+        with engine.connect() as connection:
+            assert connection.exec_driver_sql("SELECT count(*) FROM dead_letter").scalar() == 0
+        engine.dispose()
+        for leftover in tmp_path.iterdir():
+            leftover.unlink()  # deleted under a running process
+        with pytest.raises(ConfigError), engine.connect():
+            pass
+        assert list(tmp_path.iterdir()) == []
     finally:
         engine.dispose()
 

@@ -14,6 +14,7 @@ from kombu.exceptions import OperationalError as BrokerError
 from sheetsync.buffers.store import BufferStore
 from sheetsync.dispatch import FlushTask, send_all
 from sheetsync.keys import BufferKey
+from sheetsync.ops.text import duration, mask_url
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +28,16 @@ def push(store: BufferStore, targets: Sequence[tuple[BufferKey, str]], ids: Sequ
     try:
         tasks = store.push(targets, ids)
     except redis.RedisError as exc:
-        log.warning("push of %d ids skipped, Redis unavailable: %s", len(ids), type(exc).__name__)
+        settings = store.settings
+        log.warning(
+            "push of %d ids skipped: Redis at %s unavailable (%s); they stay ENQUEUED in "
+            "the database, and beat's reconciler pushes them within about %s "
+            "(SHEETSYNC_RECONCILE_AFTER_S + SHEETSYNC_RECONCILE_INTERVAL_S) once Redis is back",
+            len(ids),
+            mask_url(settings.redis_url),
+            type(exc).__name__,
+            duration(settings.reconcile_after_s + settings.reconcile_interval_s),
+        )
         return False
     send_tasks(store, tasks)
     return True
@@ -42,7 +52,16 @@ def send_tasks(store: BufferStore, tasks: Sequence[FlushTask]) -> None:
     try:
         send_all(list(tasks))
     except (BrokerError, redis.RedisError, OSError) as exc:
-        log.warning("task send failed (%s); the sweeper re-sends it", type(exc).__name__)
+        settings = store.settings
+        log.warning(
+            "%d flush tasks not sent: the Celery broker at %s unavailable (%s); the ids are "
+            "buffered, and beat's sweeper sends their tasks within about %s "
+            "(SHEETSYNC_SWEEP_GRACE_S + SHEETSYNC_SWEEP_INTERVAL_S) once it is back",
+            len(tasks),
+            mask_url(settings.celery_broker_url),
+            type(exc).__name__,
+            duration(settings.sweep_grace_s + settings.sweep_interval_s),
+        )
         return
     try:
         store.mark_sent(tasks)

@@ -1,25 +1,28 @@
 """The Celery app: ``celery -A sheetsync.celery worker`` (or beat, or flower).
 
 It reads its configuration from the ``SHEETSYNC_*`` settings. Run by the ``celery``
-command, a bad setting prints one line and exits 1 instead of a traceback.
+command, a bad setting prints one line and exits 1 instead of a traceback, and so does a
+worker or beat whose start-up check fails (:mod:`sheetsync.startup`: no PII keys, no
+database or not its schema, Redis or the broker unreachable...).
 """
 
 from __future__ import annotations
 
 import logging
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 from celery import Celery
 from celery.signals import (
     after_setup_logger,
     after_setup_task_logger,
+    beat_init,
     worker_init,
     worker_process_init,
     worker_ready,
 )
 
-from sheetsync import logs
+from sheetsync import logs, startup
 from sheetsync.celery.config import config_for
 from sheetsync.errors import ConfigError
 from sheetsync.pipeline import reset_pipeline
@@ -36,8 +39,15 @@ def _settings() -> Settings:
         if "celery.bin.celery" not in sys.modules:
             raise  # imported by an application: its caller decides
         # Run by the `celery` command, whose loader would print the whole traceback.
-        sys.stderr.write(f"error: {' '.join(str(exc).split())}\n")
-        raise SystemExit(1) from None
+        _exit_with(exc)
+
+
+def _exit_with(exc: ConfigError) -> NoReturn:
+    # The process's own stderr: beat has redirected sys.stderr into its logger by now.
+    stream = sys.__stderr__ or sys.stderr
+    stream.write(f"error: {' '.join(str(exc).split())}\n")
+    stream.flush()
+    raise SystemExit(1) from None
 
 
 app = Celery("sheetsync", include=[TASKS_MODULE])
@@ -47,6 +57,31 @@ app.conf.update(config_for(_settings()))
 def reconfigure() -> None:
     """Apply the current settings to the app (after the environment changed)."""
     app.conf.update(config_for(get_settings()))
+
+
+@worker_init.connect
+def _check_worker(sender: Any = None, **_: Any) -> None:
+    """A real worker (``celery worker``, ``app.worker_main``) checks what it needs before
+    it consumes, and exits 1 with one line if something is missing. The in-process
+    workers of the tests (``celery.contrib.testing``'s, not a ``celery.apps.worker.Worker``)
+    skip it: their fixtures build a checked environment, some on purpose one a real
+    worker would refuse, and hundreds of them start in one test session."""
+    from celery.apps.worker import Worker
+
+    if not isinstance(sender, Worker):
+        return
+    try:
+        startup.check_process("worker")
+    except ConfigError as exc:
+        _exit_with(exc)
+
+
+@beat_init.connect
+def _check_beat(**_: Any) -> None:
+    try:
+        startup.check_process("beat")
+    except ConfigError as exc:
+        _exit_with(exc)
 
 
 @worker_init.connect

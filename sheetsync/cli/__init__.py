@@ -9,6 +9,7 @@ module has no explanation for; a known failure never suggests it).
 from __future__ import annotations
 
 import logging
+import logging.handlers
 import os
 import sys
 import traceback
@@ -74,12 +75,21 @@ class _StderrHandler(logging.Handler):
 
 def _setup_logging() -> None:
     root = logging.getLogger()
+    root.setLevel(logging.WARNING)
     if not any(isinstance(h, _StderrHandler) for h in root.handlers):
+        # Reading the format reads the settings, which may warn (an unknown variable):
+        # that warning is held, then goes out once in the format it asked for.
+        held = logging.handlers.BufferingHandler(capacity=1000)
+        root.addHandler(held)
+        try:
+            log_format = logs.configured_format()
+        finally:
+            root.removeHandler(held)
         handler = _StderrHandler()
-        log_format = logs.configured_format()
         handler.setFormatter(logs.formatter(log_format, "%(levelname)s %(name)s: %(message)s"))
         root.addHandler(handler)
-    root.setLevel(logging.WARNING)
+        for record in held.buffer:
+            handler.handle(record)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

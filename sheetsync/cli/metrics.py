@@ -30,7 +30,9 @@ def metrics(
     says what to do when an alert fires.
     """
     from sheetsync.metrics.server import serve
+    from sheetsync.startup import check_process
 
+    check_process("exporter")  # its database, with the schema at this version's revision
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sheetsync.errors import ConfigError, SheetSyncError
@@ -34,37 +33,12 @@ def load_settings() -> Settings:
 
 
 def require_database(url: str, *, create: bool = False) -> None:
-    """Refuse a SQLite database this command must not open, in one line.
+    """Refuse a SQLite database this command must not open, in one line: a file that
+    does not exist (only ``db upgrade``, ``create=True``, makes one), or an in-memory
+    database (:func:`sheetsync.db.require_database`)."""
+    from sheetsync.db import require_database as require
 
-    Opening a SQLite file that does not exist creates it, empty: only ``db upgrade``
-    (``create=True``) may do that. An in-memory database starts empty and is gone when
-    the command ends, so no command can use it.
-    """
-    from sqlalchemy.engine import make_url
-
-    parsed = make_url(url)
-    if parsed.get_backend_name() != "sqlite":
-        return
-    shown = mask_url(url)
-    path = parsed.database or ""
-    if str(parsed.query.get("uri", "")).lower() == "true":  # sqlite:///file:x.db?uri=true
-        path = path.removeprefix("file:")
-        if parsed.query.get("mode") == "memory":
-            path = ""
-    if path in ("", ":memory:"):
-        raise ConfigError(
-            f"SHEETSYNC_DATABASE_URL={shown} is an in-memory SQLite database, empty and gone "
-            "when the command ends: point it at a file (sqlite:///path) or PostgreSQL"
-        )
-    if create:
-        folder = Path(path).absolute().parent
-        if not folder.is_dir():
-            raise ConfigError(f"cannot create the database at {shown}: no directory {folder}")
-    elif not Path(path).is_file():
-        raise ConfigError(
-            f"no database at {shown}: run `sheetsync db upgrade` first "
-            "(or set SHEETSYNC_DATABASE_URL)"
-        )
+    require(url, create=create)
 
 
 @contextmanager
@@ -97,13 +71,19 @@ def open_database() -> Iterator[sessionmaker[Session]]:
 
 def _configured(name: str) -> str:
     """A URL from the settings, masked; ``?`` when the settings themselves are broken."""
+    return mask_url(_configured_raw(name))
+
+
+def _configured_raw(name: str) -> str:
+    """A URL from the settings (to be masked before it is shown); ``?`` when the
+    settings themselves are broken."""
     from sheetsync.settings import get_settings
 
     try:
         url: str = getattr(get_settings(), name)
     except ConfigError:
         return "?"
-    return mask_url(url)
+    return url
 
 
 def first_line(exc: BaseException) -> str:
@@ -121,10 +101,10 @@ def describe(exc: BaseException) -> str | None:
     if "redis" in sys.modules:
         import redis.exceptions
 
-        if isinstance(exc, redis.exceptions.ConnectionError | redis.exceptions.TimeoutError):
-            return f"cannot reach Redis at {_configured('redis_url')}: {first_line(exc)}"
+        from sheetsync.startup import describe_redis_error
+
         if isinstance(exc, redis.exceptions.RedisError):
-            return f"Redis at {_configured('redis_url')} answered: {first_line(exc)}"
+            return describe_redis_error(exc, _configured_raw("redis_url"), "SHEETSYNC_REDIS_URL")
     if "kombu" in sys.modules:
         import kombu.exceptions
 
@@ -154,15 +134,6 @@ def describe(exc: BaseException) -> str | None:
 
 
 def _describe_database(exc: DBAPIError) -> str:
-    import sqlalchemy.exc
+    from sheetsync.startup import describe_database_error
 
-    url = _configured("database_url")
-    # The driver's own message: SQLAlchemy's str() adds the statement and its
-    # parameters, which may hold answer ids or worse.
-    reason = first_line(exc.orig) if exc.orig is not None else type(exc).__name__
-    lowered = reason.lower()
-    if "no such table" in lowered or ("relation" in lowered and "does not exist" in lowered):
-        return f"the database at {url} has no sheetsync schema: run `sheetsync db upgrade`"
-    if isinstance(exc, sqlalchemy.exc.OperationalError | sqlalchemy.exc.InterfaceError):
-        return f"cannot reach the database at {url}: {reason}"
-    return f"database error at {url}: {reason}"
+    return describe_database_error(exc, _configured_raw("database_url"))

@@ -50,7 +50,8 @@ def web(
     With SHEETSYNC_WEB_TOKEN set, every request must send it (as a bearer token or as
     the basic-auth password); without it the console serves loopback addresses only.
     """
-    from sheetsync.cli.runtime import load_settings, require_database
+    from sheetsync.cli.runtime import load_settings
+    from sheetsync.startup import check_process
     from sheetsync.web.auth import is_loopback
 
     settings = load_settings()
@@ -60,7 +61,7 @@ def web(
             f"--host {host} is reachable from other machines: set SHEETSYNC_WEB_TOKEN "
             "(or listen on 127.0.0.1)",
         )
-    require_database(settings.database_url)
+    check_process("console")  # its database, with the schema at this version's revision
     import uvicorn
 
     from sheetsync.web import create_app

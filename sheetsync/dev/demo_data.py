@@ -155,9 +155,10 @@ class DemoSeed:
     accounts: dict[DemoOwner, DemoAccount]
 
 
-def seed_demo(pipeline: Pipeline, admin: EmulatorAdmin) -> DemoSeed:
+def seed_demo(pipeline: Pipeline, admin: EmulatorAdmin, *, answers: bool = True) -> DemoSeed:
     """Seed the database and the emulator (every account valid, revoked ones included:
-    :func:`revoke_access` revokes them).
+    :func:`revoke_access` revokes them); with ``answers=False`` the forms and their
+    links only (``make demo-web``: a person submits the answers).
 
     Google account ids are new for every run, so a shared Redis never mixes the rate
     windows of two runs.
@@ -198,8 +199,12 @@ def seed_demo(pipeline: Pipeline, admin: EmulatorAdmin) -> DemoSeed:
                 sheets.append(
                     DemoSheet(form, seeded.submission_id, account_id, title, spreadsheet_id, gid)
                 )
-            ids_by_form[form] = seed.seed_answers(
-                session, seeded, form.answers, prefix=form.answer_prefix, seed=number
+            ids_by_form[form] = (
+                seed.seed_answers(
+                    session, seeded, form.answers, prefix=form.answer_prefix, seed=number
+                )
+                if answers
+                else []
             )
     return DemoSeed(sheets, interleaved(list(ids_by_form.values())), ids_by_form, accounts)
 

@@ -4,8 +4,8 @@ Without ``SHEETSYNC_REDIS_URL`` the demo never connects to any Redis it did not 
 not even one answering on the default port. With it (and ``SHEETSYNC_BROKER_URL``, if
 set), the demo first notes the names of the keys already there, and on the way out
 removes the keys it created: its buffers, sheet caches, rate windows and alert marks,
-the metrics' event counts (when they were not there before),
-its worker's heartbeat, and the Celery broker's keys (bindings, unacked messages, queue
+the metrics' event counts (when they were not there before), its worker's and its
+beat's heartbeats, and the Celery broker's keys (bindings, unacked messages, queue
 lists). A key that existed before is left as it is, and so is a key of another sheetsync
 process that appeared meanwhile: a shared Redis may serve a real deployment.
 """
@@ -29,6 +29,7 @@ from sheetsync.keys import (
     PREFIX,
     RATE_PROJECT,
     BufferKey,
+    heartbeat_key,
     rate_account_key,
 )
 from sheetsync.ops.text import mask_url
@@ -49,6 +50,8 @@ class DemoKeys:
     google_accounts: list[str] = field(default_factory=list)
     #: The demo worker's name up to the host (``demo-<pid>@``): its heartbeat's name.
     worker_prefix: str | None = None
+    #: The name of the beat inside the demo's worker (``beat@<host>``): its heartbeat's.
+    beat_name: str | None = None
 
     def owns(self, name: str) -> bool:
         """Whether a key that appeared during the demo is the demo's to remove."""
@@ -62,8 +65,12 @@ class DemoKeys:
             return True
         if name.startswith(ALERTED):
             return any(buffer.base in name for buffer in self.buffers)
-        if name.startswith(HEARTBEAT) and self.worker_prefix is not None:
-            return name.startswith(f"{HEARTBEAT}{self.worker_prefix}")
+        if name.startswith(HEARTBEAT):
+            if self.beat_name is not None and name == heartbeat_key(self.beat_name):
+                return True  # it appeared with the demo: its beat's
+            return self.worker_prefix is not None and name.startswith(
+                f"{HEARTBEAT}{self.worker_prefix}"
+            )
         return False
 
 
@@ -94,6 +101,7 @@ def forget_demo_keys(snapshot: KeySnapshot, keys: DemoKeys) -> None:
     in ``snapshot``. Best effort: the demo is ending anyway."""
     client = redis.Redis.from_url(snapshot.url)
     with suppress(redis.RedisError), client:
+        appeared = set(client.scan_iter(count=1000)) - snapshot.names
         if keys.buffers:
             client.zrem(BUFFER_INDEX, *(buffer.base for buffer in keys.buffers))
         if keys.worker_prefix is not None:
@@ -101,7 +109,8 @@ def forget_demo_keys(snapshot: KeySnapshot, keys: DemoKeys) -> None:
             workers = list(client.zscan_iter(HEARTBEATS, match=pattern))
             if workers:
                 client.zrem(HEARTBEATS, *(name for name, _ in workers))
-        appeared = set(client.scan_iter(count=1000)) - snapshot.names
+        if keys.beat_name is not None and heartbeat_key(keys.beat_name).encode() in appeared:
+            client.zrem(HEARTBEATS, keys.beat_name)
         doomed = [name for name in appeared if keys.owns(name.decode(errors="replace"))]
         for start in range(0, len(doomed), DELETE_CHUNK):
             client.delete(*doomed[start : start + DELETE_CHUNK])

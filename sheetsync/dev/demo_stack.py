@@ -1,6 +1,7 @@
 """The stack both demos stand on (``sheetsync demo`` and ``make demo-web``): a Redis,
 a fresh SQLite database in ``.demo/``, the Sheets API emulator in this process, the
-demo's SHEETSYNC_* environment, one real Celery worker, and the seeded demo forms.
+demo's SHEETSYNC_* environment, one real Celery worker with beat inside it (``-B``), and
+the seeded demo forms.
 
 :func:`start_stack` registers every stop on the caller's ``ExitStack``, in an order that
 stops the worker before the Redis it writes to is tidied or stopped.
@@ -11,6 +12,7 @@ from __future__ import annotations
 import os
 import secrets
 import signal
+import socket
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
@@ -45,6 +47,8 @@ DEMO_DIR = ".demo"
 #: Pool processes of the one worker, which consumes every queue.
 DEMO_WORKER_CONCURRENCY = 2
 WORKER_START_TIMEOUT_S = 30.0
+#: Where the worker's beat (-B) keeps its schedule, under the demo's directory.
+BEAT_SCHEDULE = "beat-schedule"
 #: The caller's SHEETSYNC_* variables the demos keep. The others are left out, so a demo
 #: never touches a real database, Google project or alert webhook.
 INHERITED_VARIABLES = frozenset(
@@ -82,12 +86,14 @@ def start_stack(
     workdir: Path,
     *,
     flush_delay_s: float,
+    answers: bool = True,
     extra_env: Mapping[str, str] | None = None,
     extra_path: Path | None = None,
 ) -> DemoStack:
-    """Start everything, print one line per part, seed the demo forms and wait for the
-    worker. The environment (``extra_env`` on top of the demo's) holds until
-    ``cleanup`` closes; ``extra_path`` goes on the worker's PYTHONPATH."""
+    """Start everything, print one line per part, seed the demo forms (and their
+    answers, unless ``answers=False``) and wait for the worker, which runs beat too.
+    The environment (``extra_env`` on top of the demo's) holds until ``cleanup``
+    closes; ``extra_path`` goes on the worker's PYTHONPATH."""
     # First, so that its snapshot precedes every write and its tidying follows the worker.
     demo_redis, demo_keys = open_demo_redis(
         os.environ.get("SHEETSYNC_REDIS_URL"), os.environ.get("SHEETSYNC_BROKER_URL"), cleanup
@@ -110,6 +116,7 @@ def start_stack(
     }
     cleanup.enter_context(environment(env))
     demo_keys.worker_prefix = f"demo-{os.getpid()}@"
+    demo_keys.beat_name = f"beat@{socket.gethostname()}"
     worker_env = dict(env)
     if extra_path is not None:
         worker_env["PYTHONPATH"] = os.pathsep.join(
@@ -121,20 +128,30 @@ def start_stack(
         concurrency=DEMO_WORKER_CONCURRENCY,
         log_path=workdir / "worker.log",
         name=f"{demo_keys.worker_prefix}%h",
+        # Beat inside the worker (-B, fine for one worker): the sweeper, the reconciler
+        # and due dead letters run as in a deployment.
+        extra_args=("-B", "--schedule", str(workdir / BEAT_SCHEDULE)),
     )
     cleanup.callback(worker.stop)
-    console.print(f"worker    celery, pid {worker.process.pid}, log {shown(worker.log_path)}")
+    console.print(
+        f"worker    celery with beat (-B), pid {worker.process.pid}, log {shown(worker.log_path)}"
+    )
 
     pipeline = get_pipeline()
-    seeded = seed_demo(pipeline, admin)
+    seeded = seed_demo(pipeline, admin, answers=answers)
     demo_keys.google_accounts.extend(account.account_id for account in seeded.accounts.values())
     demo_keys.buffers.extend(
         BufferKey(sheet.form.owner.user_id, sheet.submission_id, sheet.spreadsheet_id, sheet.gid)
         for sheet in seeded.sheets
     )
+    stored = (
+        f"{len(seeded.answer_ids):,} answers to send"
+        if answers
+        else "no answers yet (their sheets start empty)"
+    )
     console.print(
         f"seeded    {len(DEMO_FORMS)} forms of {len(demo_owners())} owners, "
-        f"{len(seeded.answer_ids):,} answers, {len(seeded.sheets)} linked sheets"
+        f"{len(seeded.sheets)} linked sheets, {stored}"
     )
     if not worker.wait_ready(WORKER_START_TIMEOUT_S):
         if not worker.alive:

@@ -64,6 +64,7 @@ def _run(console: Console, cleanup: ExitStack, workdir: Path, host: str, port: i
         cleanup,
         workdir,
         flush_delay_s=DEMO_WEB_FLUSH_DELAY_S,
+        answers=False,  # a person submits them
         # The owner hook runs in the worker, which imports it from the web app's folder.
         extra_env={"SHEETSYNC_OWNER_HOOK": "notifications:email_owner"},
         extra_path=WEBAPP_DIR,

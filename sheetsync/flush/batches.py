@@ -9,7 +9,7 @@ from datetime import tzinfo
 
 from sqlalchemy.orm import Session
 
-from sheetsync.errors import CryptoError, MissingKeyError, ValidationError
+from sheetsync.errors import ConfigError, CryptoError, ValidationError
 from sheetsync.flush.hydrate import fetch_answers
 from sheetsync.flush.rows import FormLayout, RowBuilder, load_layout
 from sheetsync.flush.typed import Cell
@@ -156,8 +156,8 @@ class BatchBuilder:
                 continue
             try:
                 row = rows.build(answer.id, answer.user_name, answer.submitted_at, answer.answer)
-            except MissingKeyError:
-                raise  # the configuration's fault, not the answer's: the run retries
+            except ConfigError:
+                raise  # a PII key is missing: the configuration's fault; the run retries
             except (ValidationError, CryptoError) as exc:
                 batch.failed[answer_id] = str(exc)
                 continue

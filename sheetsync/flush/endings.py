@@ -12,7 +12,7 @@ import random
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from sheetsync import credentials, ledger, links, notify
@@ -74,6 +74,7 @@ def link_gone(run: FlushRun, exc: links.LinkGone) -> Outcome:
         states = ledger.states(session, ids, run.key.spread_sheet_id, run.key.sheet_id)
         unsettled = list(dict.fromkeys(i for i in ids if states.get(i) not in SETTLED))
         if exc.successor is None:
+            note_replays(run, session)
             ledger.record(
                 session,
                 unsettled,
@@ -97,8 +98,9 @@ def link_gone(run: FlushRun, exc: links.LinkGone) -> Outcome:
 
 
 def park_credential(run: FlushRun, exc: CredentialError | CryptoError) -> Outcome:
-    """The owner's credential fails: park the buffer for 7 days and mark it INVALID,
-    unless the owner reconnected since this run read it (then run again at once).
+    """The owner's credential fails (Google refuses it, or its stored refresh token is
+    corrupt or forged): park the buffer for 7 days and mark it INVALID, unless the owner
+    reconnected since this run read it (then run again at once).
 
     The compare-and-set and the park are one transaction: the credential's row stays
     locked until the ids are parked, so a reconnect lands either before (and this run
@@ -201,6 +203,7 @@ def _park_buffer(
         settled = ledger.states(session, ids, run.key.spread_sheet_id, run.key.sheet_id)
         pending = list(dict.fromkeys(i for i in ids if settled.get(i) not in SETTLED))
         deadletters.park(session, run.key, pending, reason, message, delay_s=delay)
+        note_replays(run, session)  # parked in another entry, an id is settled for a replay
     run.trim(len(ids), None)
     run.tally.parked += len(pending)
     if pending and alert:
@@ -241,8 +244,11 @@ def _exhausted_reason(exc: Exception) -> DeadLetterReason:
 #: How a run that raised ends: the first row whose class matches decides. A handler
 #: that finds the run fenced (a newer run took the buffer) ends it as ``fenced``.
 #: A missing setting or PII key (ConfigError) is retried like a transient failure, so it
-#: ends in a dead letter with an alert that names it, and nothing is lost; so is anything
-#: unforeseen (a bug), which therefore never strands a buffer.
+#: ends in a CONFIGURATION dead letter with an operator alert that names it, and nothing
+#: is lost; so is anything unforeseen (a bug), which therefore never strands a buffer.
+#: PiiKeysError (no keys, or not the key a token names) is a CryptoError too: its
+#: ConfigError row comes first, so only a corrupt or forged refresh token (a plain
+#: CryptoError) is the owner's credential failing.
 FAILURE_OUTCOMES: tuple[tuple[type[Exception], Callable[[FlushRun, Any], Outcome]], ...] = (
     (StaleRunError, fenced),
     (links.LinkGone, link_gone),
@@ -259,6 +265,34 @@ FAILURE_OUTCOMES: tuple[tuple[type[Exception], Callable[[FlushRun, Any], Outcome
     (OperationalError, retry),
     (Exception, retry),
 )
+
+
+def note_replays(run: FlushRun, session: Session) -> None:
+    """In a transaction that settles or parks ids: is a replay of this sheet's answers
+    in flight? (One indexed read per run, until one is found.)"""
+    if not run.replays_open:
+        run.replays_open = deadletters.replaying(session, run.key.spread_sheet_id, run.key.sheet_id)
+
+
+def complete_replays(run: FlushRun) -> None:
+    """When a run that settled ids while a replay of its sheet was in flight ends: the
+    entries with no id ENQUEUED any more are DONE now, not at beat's next dispatch
+    (which stays the backstop, for a run that dies before this too)."""
+    if not run.replays_open:
+        return
+    try:
+        done = deadletters.complete_replays(
+            run.p.sessions, sheet=(run.key.spread_sheet_id, run.key.sheet_id)
+        )
+    except SQLAlchemyError as exc:
+        log.warning(
+            "flush %s could not mark finished replays DONE (%s); beat's dead-letter dispatch will",
+            run.lease.token,
+            type(exc).__name__,
+        )
+        return
+    if done:
+        log.info("flush %s finished the replay of dead letters %s", run.lease.token, done)
 
 
 def end_with(run: FlushRun, exc: Exception) -> Outcome:

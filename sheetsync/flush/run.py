@@ -21,7 +21,7 @@ from sheetsync.buffers.store import Lease
 from sheetsync.errors import CredentialError, HoldForBatch, RateLimited, WaitForIntent
 from sheetsync.flush import header, intents
 from sheetsync.flush.batches import Batch, BatchBuilder
-from sheetsync.flush.endings import end_with
+from sheetsync.flush.endings import complete_replays, end_with, note_replays
 from sheetsync.flush.outcomes import Outcome, Tally, report_run
 from sheetsync.flush.rollover import Tab, Tabs, tab_of
 from sheetsync.flush.rows import FormLayout, header_row
@@ -76,8 +76,11 @@ def _flush(pipeline: Pipeline, token: str) -> Outcome:
     try:
         run.drain()
     except Exception as exc:
-        return end_with(run, exc)
-    return run.finish()
+        outcome = end_with(run, exc)
+    else:
+        outcome = run.finish()
+    complete_replays(run)
+    return outcome
 
 
 class FlushRun:
@@ -97,6 +100,9 @@ class FlushRun:
         #: The credential's ``updated_at`` as this run read it: a reconnect changes it,
         #: and marking the credential INVALID is a compare-and-set on it.
         self.credential_version: datetime | None = None
+        #: Whether a transaction of this run that settled or parked ids saw a replay of
+        #: this sheet's answers in flight: the run then completes it when it ends.
+        self.replays_open = False
 
     @property
     def writer(self) -> SheetWriter:
@@ -228,6 +234,7 @@ class FlushRun:
                 len(intent.answer_ids),
             )
             with self.p.sessions.begin() as session:
+                note_replays(self, session)
                 ledger.record(
                     session,
                     landed,
@@ -380,6 +387,7 @@ class FlushRun:
         failed = {**batch.failed, **refused}
         alert: str | None = None
         with self.p.sessions.begin() as session:
+            note_replays(self, session)
             if landed:
                 alert = self.tabs.count(session, len(landed), self._width())
             ledger.record(

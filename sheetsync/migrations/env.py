@@ -36,7 +36,7 @@ def run_migrations_online() -> None:
     if connection is not None:
         run_migrations(connection)
         return
-    engine = make_engine()
+    engine = make_engine(create=True)  # a migration is told to make the database
     try:
         with engine.begin() as owned_connection:
             run_migrations(owned_connection)

@@ -332,14 +332,58 @@ def reschedule(sessions: Sessions, entry_id: int, error: str, delay_s: float) ->
         )
 
 
-def complete_replays(sessions: Sessions) -> list[int]:
+def replaying(session: Session, spread_sheet_id: str, sheet_id: int) -> bool:
+    """Whether a replay of answers for this sheet is in flight (an entry REPLAYING whose
+    ids went back to a buffer): a flush that settles ids of the sheet then completes it
+    (:func:`complete_replays`). One indexed read, in the caller's transaction."""
+    found = session.scalar(
+        select(DeadLetter.id)
+        .where(
+            DeadLetter.status == DeadLetterStatus.REPLAYING,
+            DeadLetter.requeued_at.is_not(None),
+            DeadLetter.spread_sheet_id == spread_sheet_id,
+            DeadLetter.sheet_id == sheet_id,
+        )
+        .limit(1)
+    )
+    return found is not None
+
+
+def complete_replays(sessions: Sessions, *, sheet: tuple[str, int] | None = None) -> list[int]:
     """REPLAYING entries whose ids went back to their buffer and none of which is
     ENQUEUED any more become DONE: each id is in the sheet, FAILED with a reason, or
     parked in another entry. (Parked again for the same reason, an id makes the entry
     PENDING.) An entry claimed but not yet requeued is never DONE: its ids are all
-    DEAD_LETTERED. Returns their ids."""
+    DEAD_LETTERED. Returns their ids.
+
+    A flush run that settled ids of a replay calls it for its sheet (``sheet``) after
+    its transactions committed, so of two runs settling one entry's ids the later one
+    sees both; beat's dispatch calls it for every sheet (the backstop). The update asks
+    every condition again: an entry claimed anew meanwhile (``requeued_at`` cleared) or
+    parked again (PENDING) is left alone."""
+    conditions = [
+        DeadLetter.status == DeadLetterStatus.REPLAYING,
+        DeadLetter.requeued_at.is_not(None),
+        ~_ids_in_flight(),
+    ]
+    if sheet is not None:
+        conditions += [DeadLetter.spread_sheet_id == sheet[0], DeadLetter.sheet_id == sheet[1]]
+    with sessions.begin() as session:
+        done = list(session.scalars(select(DeadLetter.id).where(*conditions)))
+        if done:
+            session.execute(
+                update(DeadLetter)
+                .where(DeadLetter.id.in_(done), *conditions)
+                .values(status=DeadLetterStatus.DONE, error_message=None, updated_at=utcnow())
+                .execution_options(synchronize_session=False)
+            )
+    return done
+
+
+def _ids_in_flight() -> Any:
+    """Whether an entry has an id ENQUEUED for its sheet (a correlated EXISTS)."""
     tx = SheetTransaction
-    in_flight = (
+    return (
         select(DeadLetterAnswer.dead_letter_id)
         .join(
             tx,
@@ -353,27 +397,14 @@ def complete_replays(sessions: Sessions) -> list[int]:
         )
         .exists()
     )
-    with sessions.begin() as session:
-        done = list(
-            session.scalars(
-                select(DeadLetter.id).where(
-                    DeadLetter.status == DeadLetterStatus.REPLAYING,
-                    DeadLetter.requeued_at.is_not(None),
-                    ~in_flight,
-                )
-            )
-        )
-        if done:
-            session.execute(
-                update(DeadLetter)
-                .where(
-                    DeadLetter.id.in_(done),
-                    DeadLetter.status == DeadLetterStatus.REPLAYING,
-                    DeadLetter.requeued_at.is_not(None),
-                )
-                .values(status=DeadLetterStatus.DONE, error_message=None, updated_at=utcnow())
-            )
-    return done
+
+
+def done_in(session: Session, entry: DeadLetter) -> None:
+    """A replay found every id of the entry in the sheet already: DONE at once (in the
+    caller's transaction)."""
+    entry.status = DeadLetterStatus.DONE
+    entry.error_message = None
+    entry.updated_at = utcnow()
 
 
 def fail_in(session: Session, entry: DeadLetter, error: str) -> None:

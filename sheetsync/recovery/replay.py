@@ -99,15 +99,16 @@ def replay(pipeline: Pipeline, entry_id: int) -> ReplayResult:
         return ReplayResult(f"entry {entry_id}: {waiting}; next try in the credential delay")
     if target is None:
         return ReplayResult(f"entry {entry_id}: its link is gone; its answers are FAILED")
+    if not ids:
+        return ReplayResult(f"entry {entry_id}: every answer is in the sheet already; DONE")
     push(pipeline.store, [target], ids)
-    if ids:
-        notify.notify_buffer(
-            pipeline.redis,
-            pipeline.sessions,
-            notify.DEAD_LETTERS_REPLAYED,
-            target[0],
-            settings=pipeline.settings,
-        )
+    notify.notify_buffer(
+        pipeline.redis,
+        pipeline.sessions,
+        notify.DEAD_LETTERS_REPLAYED,
+        target[0],
+        settings=pipeline.settings,
+    )
     return ReplayResult(
         f"entry {entry_id}: {len(ids)} answers back in their buffer",
         key=target[0],
@@ -142,11 +143,15 @@ def _target(session: Session, entry: DeadLetter, key: BufferKey) -> tuple[Buffer
 
 def _requeue(session: Session, entry: DeadLetter) -> list[str]:
     """The entry's ids not in the sheet, recorded ENQUEUED. The entry stays REPLAYING
-    until none of them is ENQUEUED (:func:`deadletters.complete_replays`); failing again
-    for its reason puts them back in it, one attempt more."""
+    until none of them is ENQUEUED: the flush run that settles the last one makes it
+    DONE (:func:`deadletters.complete_replays`); failing again for its reason puts them
+    back in it, one attempt more. With none to requeue, it is DONE at once."""
     ids = deadletters.answer_ids(session, entry.id)
     states = ledger.states(session, ids, entry.spread_sheet_id, entry.sheet_id)
     requeued = [i for i in ids if states.get(i) is not TransactionType.COMPLETED]
+    if not requeued:  # all in the sheet already: no flush will come to say so
+        deadletters.done_in(session, entry)
+        return requeued
     ledger.record(
         session, requeued, entry.spread_sheet_id, entry.sheet_id, TransactionType.ENQUEUED
     )

@@ -33,9 +33,10 @@ def test_our_pool_skips_it() -> None:
 
 
 @pytest.mark.parametrize("pool_option", [[], ["-P", "prefork"]])
-def test_workers_use_it_for_prefork(tmp_path, pool_option) -> None:
+def test_workers_use_it_for_prefork(tmp_path, pool_option, engine, pii_keys) -> None:
     """A plain worker and one asked for `-P prefork` both run sheetsync's pool (the
-    banner names the pool's module)."""
+    banner names the pool's module). (``engine`` and ``pii_keys`` give it what its
+    start-up check asks for: a database at head and keys.)"""
     import os
     import subprocess
     import sys
@@ -47,7 +48,12 @@ def test_workers_use_it_for_prefork(tmp_path, pool_option) -> None:
 
     server = start_redis_server(port=free_port())
     log = tmp_path / "worker.log"
-    env = {**os.environ, "SHEETSYNC_REDIS_URL": server.url}
+    env = {
+        **os.environ,
+        "SHEETSYNC_REDIS_URL": server.url,
+        "SHEETSYNC_GOOGLE_CLIENT_ID": "pool-tests",
+        "SHEETSYNC_GOOGLE_CLIENT_SECRET": "not-a-secret",
+    }
     with open(log, "wb") as out:
         worker = subprocess.Popen(
             [

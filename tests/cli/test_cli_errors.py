@@ -22,6 +22,15 @@ def test_a_bad_setting_names_the_variable(cli: Cli) -> None:
         assert result.stderr.startswith("error: SHEETSYNC_FLUSH_DELAY_S: "), result.stderr
 
 
+def test_an_unknown_variable_is_warned_about_once(cli: Cli) -> None:
+    result = cli.ok("dlq", "list", env={"SHEETSYNC_FLUSH_DELAYS": "1"})
+    warning = (
+        "WARNING sheetsync.settings: SHEETSYNC_FLUSH_DELAYS is not a sheetsync setting and is "
+        "ignored (did you mean SHEETSYNC_FLUSH_DELAY_S?)"
+    )
+    assert result.stderr.splitlines() == [warning]
+
+
 def test_unreachable_redis_is_one_line_with_the_password_masked(cli: Cli) -> None:
     result = cli("status", env={"SHEETSYNC_REDIS_URL": "redis://:hunter2@127.0.0.1:1/0"})
     assert result.code == 1

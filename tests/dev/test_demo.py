@@ -196,6 +196,9 @@ def test_demo_with_its_own_redis_parks_the_revoked_owner_and_prints_commands_tha
     assert sum(int(n) for n in SHEET_LINE.findall(result.stdout)) == expected_rows()
     own_redis = OWN_REDIS_LINE.search(result.stdout)
     assert own_redis, result.stdout
+    assert "2,050 answers to send" in result.stdout
+    # Its worker runs beat (-B): sweeps, reconciles and due dead letters, as deployed.
+    assert "beat: Starting..." in (tmp_path / ".demo" / "worker.log").read_text()
     assert not redis_answers(own_redis.group(1))
     assert processes_in(tmp_path) == []
     dead_letter = DEAD_LETTER_LINE.search(result.stdout)

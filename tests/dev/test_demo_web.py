@@ -98,7 +98,9 @@ def test_a_form_submitted_in_the_browser_lands_in_the_sheet(demo_web) -> None:
         assert re.fullmatch(r"web_[0-9a-f]{16}", answer_id)
         sheet_links = browser.find_elements(By.CSS_SELECTOR, "a.sheet-link")
         assert len(sheet_links) == 2  # the conference form is linked to two spreadsheets
-        printed = CONSOLE_LINE.search((workdir / "out.log").read_text())
+        launcher = (workdir / "out.log").read_text()
+        assert "linked sheets, no answers yet (their sheets start empty)" in launcher
+        printed = CONSOLE_LINE.search(launcher)
         assert printed is not None, "the launcher prints the console's URL"
         console_url = browser.find_element(By.ID, "console-link").get_attribute("href")
         assert console_url.rstrip("/") == printed.group(1).rstrip("/")
@@ -129,6 +131,7 @@ def test_a_form_submitted_in_the_browser_lands_in_the_sheet(demo_web) -> None:
         assert "CREDENTIAL" in row.text
         browser.get(console_url)
         assert "Rows appended" in browser.page_source
+        assert "No beat is alive" not in browser.page_source  # the worker runs it (-B)
         screenshot(browser, "demo-console")
 
     # Stored encrypted, and in no log.

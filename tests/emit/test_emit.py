@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 import redis
 from sqlalchemy import select
@@ -18,8 +20,9 @@ from sheetsync.models import (
     SpreadSheet,
     TransactionType,
 )
-from sheetsync.pipeline import get_pipeline
+from sheetsync.pipeline import Pipeline, get_pipeline
 from sheetsync.recovery import repair
+from sheetsync.settings import Settings
 
 
 def redis_keys(pipeline) -> list[bytes]:
@@ -86,6 +89,34 @@ def test_redis_down_never_fails_the_caller_and_the_reconciler_catches_up(
     report = repair.reconcile(get_pipeline())  # RECONCILE_AFTER_S is 0 in tests
     assert report.answers == 3
     wait_until(lambda: world.ids_in(sheet) == ids)
+
+
+def test_redis_down_warns_which_redis_and_what_happens_next(world, pipeline, caplog):
+    """The warning of a skipped push names the Redis (password masked) and says that the
+    reconciler pushes the id, and when: not "is a worker running?"."""
+    form = world.form()
+    world.sheet(form)
+    [answer_id] = world.answers(form, 1)
+    settings = Settings.load(
+        redis_url="redis://:hunter2@127.0.0.1:1/0",
+        reconcile_after_s=600,
+        reconcile_interval_s=300,
+    )
+    down = Pipeline.build(settings, engine=pipeline.engine)
+    try:
+        with caplog.at_level(logging.WARNING, logger="sheetsync.buffers.push"):
+            result = emit_answer_submitted(answer_id, pipeline=down)
+    finally:
+        down.redis.close()
+    assert not result.pushed
+    [message] = [r.getMessage() for r in caplog.records if r.name == "sheetsync.buffers.push"]
+    assert message.startswith(
+        "push of 1 ids skipped: Redis at redis://:***@127.0.0.1:1/0 unavailable (ConnectionError); "
+        "they stay ENQUEUED in the database, and beat's reconciler pushes them within about "
+        "15m 0s (SHEETSYNC_RECONCILE_AFTER_S + SHEETSYNC_RECONCILE_INTERVAL_S)"
+    ), message
+    assert "hunter2" not in message
+    assert world.ledger_counts() == {"ENQUEUED": 1}
 
 
 def test_malformed_link_is_validation_failed_and_alerted_others_flow(world, alerts, pipeline):

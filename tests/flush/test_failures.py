@@ -6,6 +6,15 @@ import pytest
 from support.waiting import wait_until
 
 from sheetsync import emit_answer_submitted
+from sheetsync.crypto import Keyring
+from sheetsync.errors import (
+    ConfigError,
+    CredentialError,
+    CryptoError,
+    MissingKeyError,
+    PiiKeysError,
+)
+from sheetsync.flush.endings import FAILURE_OUTCOMES
 from sheetsync.models import DeadLetterReason, DeadLetterStatus
 
 
@@ -110,3 +119,20 @@ def test_a_renamed_tab_is_looked_up_again_not_dead_lettered(world, worker, admin
     wait_until(lambda: not world.leftover_keys())
     assert world.dead_letters() == []
     assert world.ledger_counts() == {"COMPLETED": 5}
+
+
+def _handler_for(exc: Exception) -> str:
+    """The name of the FAILURE_OUTCOMES handler that ends a run raising ``exc``."""
+    return next(handler.__name__ for kind, handler in FAILURE_OUTCOMES if isinstance(exc, kind))
+
+
+def test_a_missing_pii_key_is_a_configuration_failure_not_the_credentials() -> None:
+    """PiiKeysError is a CryptoError too; its ConfigError row must come first."""
+    assert _handler_for(PiiKeysError("SHEETSYNC_PII_KEYS is empty")) == "retry"
+    assert _handler_for(MissingKeyError("unknown key")) == "retry"
+    assert _handler_for(CryptoError("refresh token failed authentication")) == "park_credential"
+    assert _handler_for(CredentialError("invalid_grant")) == "park_credential"
+    with pytest.raises(PiiKeysError) as caught:
+        Keyring([])
+    assert isinstance(caught.value, ConfigError)
+    assert "sheetsync keys generate" in str(caught.value)

@@ -12,7 +12,8 @@ from sheetsync import notify
 from sheetsync.dispatch import set_dispatcher
 from sheetsync.errors import ConfigError
 from sheetsync.keys import owner_notified_key
-from sheetsync.settings import Settings, check_settings
+from sheetsync.settings import Settings
+from sheetsync.startup import check_settings
 
 
 class Recording:

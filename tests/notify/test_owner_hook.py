@@ -8,15 +8,12 @@ from __future__ import annotations
 import json
 import re
 import secrets
-from pathlib import Path
 from typing import Any
 
-import pytest
 import redis
 from sqlalchemy import select
 from support.alerts import AlertSink
 from support.notify_hooks import received
-from support.paths import ROOT
 from support.waiting import wait_until
 
 from sheetsync import credential_reconnected, emit_answer_submitted
@@ -29,16 +26,6 @@ from sheetsync.recovery import replay
 
 #: A fake resident registration number in a personal-info answer: never in a payload.
 CANARY = f"900101-1{secrets.randbelow(10**6):06d}"
-
-
-@pytest.fixture
-def notify_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Where the dotted-path hooks (run by the worker process) write what they saw."""
-    directory = tmp_path / "notified"
-    directory.mkdir()
-    monkeypatch.setenv("SHEETSYNC_TEST_NOTIFY_DIR", str(directory))
-    monkeypatch.setenv("PYTHONPATH", str(ROOT / "tests"))
-    return directory
 
 
 def form_with_canary(world: Any, owner: str, answers: int) -> tuple[Any, Any, list[str]]:

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from sqlalchemy import update
 from support.waiting import wait_until
 
+from sheetsync import ledger
 from sheetsync.keys import BufferKey
 from sheetsync.models import (
     CredentialStatus,
@@ -16,9 +21,12 @@ from sheetsync.models import (
     DeadLetterReason,
     DeadLetterStatus,
     GoogleCredential,
+    TransactionType,
     utcnow,
 )
 from sheetsync.recovery import deadletters, replay
+
+SHEETSYNC = str(Path(sys.executable).with_name("sheetsync"))
 
 
 def park(world, form, sheet, ids, reason=DeadLetterReason.CREDENTIAL, delay_s=0.0):
@@ -179,8 +187,10 @@ def test_replay_into_a_deleted_spreadsheet_fails_permanently(world, worker, admi
     [claimed] = deadletters.claim_due(pipeline.sessions)
     replay.replay(pipeline, claimed)
     wait_until(lambda: world.ledger_counts() == {"FAILED": 3})
-    assert deadletters.complete_replays(pipeline.sessions) == [claimed]
+    # The flush that parked them FAILED (settled for the replay) completed it: no beat.
+    wait_until(lambda: world.dead_letters()[0].status is DeadLetterStatus.DONE)
     replayed, permanent = world.dead_letters()
+    assert replayed.id == claimed
     assert replayed.status is DeadLetterStatus.DONE
     assert (permanent.reason, permanent.status) == (
         DeadLetterReason.PERMANENT,
@@ -188,3 +198,83 @@ def test_replay_into_a_deleted_spreadsheet_fails_permanently(world, worker, admi
     )
     assert world.ids_of(permanent) == sorted(ids)
     wait_until(lambda: any(text.startswith("[sheetsync] PERMANENT") for text in alerts.texts))
+
+
+def test_a_replay_is_done_when_its_last_answer_lands_without_beat(world, worker, pipeline_env):
+    """`sheetsync dlq replay --user` with workers and no beat: the flush run that lands
+    the entry's last answers marks it DONE (it used to stay REPLAYING until beat)."""
+    env = pipeline_env()
+    form = world.form("owner_d")
+    sheet = world.sheet(form)
+    ids = world.answers(form, 5)
+    park(world, form, sheet, ids)
+    result = subprocess.run(
+        [SHEETSYNC, "dlq", "replay", "--user", "owner_d"],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    wait_until(lambda: world.dead_letters()[0].status is DeadLetterStatus.DONE, timeout=30)
+    assert world.ids_in(sheet) == ids
+    assert world.ledger_counts() == {"COMPLETED": 5}
+
+
+def test_a_replay_with_every_answer_in_the_sheet_is_done_at_once(world):
+    form = world.form()
+    sheet = world.sheet(form)
+    ids = world.answers(form, 3)
+    entry_id = park(world, form, sheet, ids)
+    with world.pipeline.sessions.begin() as session:
+        ledger.record(session, ids, sheet.spreadsheet_id, sheet.gid, TransactionType.COMPLETED)
+    assert deadletters.claim_due(world.pipeline.sessions) == [entry_id]
+    result = replay.replay(world.pipeline, entry_id)
+    assert (result.requeued, result.key) == (0, None)
+    assert world.dead_letters()[0].status is DeadLetterStatus.DONE
+    assert not world.leftover_keys()  # nothing pushed
+
+
+def test_completing_a_sheets_replays_waits_for_every_id_and_leaves_others(world):
+    """A flush completes the replays of its own sheet only, once no id of an entry is
+    ENQUEUED (whichever buffer its ids went through), and never an entry claimed anew."""
+    form = world.form()
+    sheet, other = world.sheet(form, "A"), world.sheet(form, "B")
+    ids = world.answers(form, 4)
+    first = park(world, form, sheet, ids)
+    second = park(world, form, other, ids)
+    sessions = world.pipeline.sessions
+    assert sorted(deadletters.claim_due(sessions)) == sorted([first, second])
+    for entry_id in (first, second):
+        replay.replay(world.pipeline, entry_id)  # ids ENQUEUED, entries requeued
+
+    def settle(target, chosen):
+        with sessions.begin() as session:
+            ledger.record(
+                session, chosen, target.spreadsheet_id, target.gid, TransactionType.COMPLETED
+            )
+
+    def status(entry_id):
+        with sessions() as session:
+            return session.get(DeadLetter, entry_id).status
+
+    settle(sheet, ids[:2])  # one run settled part of the entry
+    assert deadletters.complete_replays(sessions, sheet=(sheet.spreadsheet_id, sheet.gid)) == []
+    settle(sheet, ids[2:])  # another run (another buffer) the rest
+    settle(other, ids)
+    assert deadletters.complete_replays(sessions, sheet=(sheet.spreadsheet_id, sheet.gid)) == [
+        first
+    ]
+    assert (status(first), status(second)) == (DeadLetterStatus.DONE, DeadLetterStatus.REPLAYING)
+
+    # Claimed anew before the completion: it waits for its own requeue.
+    with sessions.begin() as session:
+        session.execute(
+            update(DeadLetter)
+            .where(DeadLetter.id == second)
+            .values(updated_at=utcnow() - timedelta(hours=1))
+        )
+    assert deadletters.claim_due(sessions) == [second]
+    assert deadletters.complete_replays(sessions, sheet=(other.spreadsheet_id, other.gid)) == []
+    assert status(second) is DeadLetterStatus.REPLAYING

@@ -17,8 +17,8 @@ from sheetsync.settings import (
     DEFAULT_GOOGLE_API_ENDPOINT,
     DEFAULT_GOOGLE_TOKEN_URI,
     Settings,
-    check_settings,
 )
+from sheetsync.startup import check_settings
 
 SCRIPT = Path(sys.executable).with_name("sheetsync")
 

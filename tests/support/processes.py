@@ -22,7 +22,12 @@ class WorkerProcesses:
         self.procs: list[subprocess.Popen[bytes]] = []
 
     def start(
-        self, count: int = 1, *, queues: tuple[str, ...] = QUEUES, concurrency: int = 1
+        self,
+        count: int = 1,
+        *,
+        queues: tuple[str, ...] = QUEUES,
+        concurrency: int = 1,
+        extra_args: tuple[str, ...] = (),
     ) -> list[subprocess.Popen[bytes]]:
         started = []
         for _ in range(count):
@@ -47,6 +52,7 @@ class WorkerProcesses:
                     "--without-gossip",
                     "--without-mingle",
                     "--loglevel=INFO",
+                    *extra_args,
                 ],
                 cwd=ROOT,
                 env={**os.environ, **self.env},

@@ -1,0 +1,255 @@
+"""Start-up checks: what each sheetsync process needs, checked once before it serves.
+
+A process that starts with a configuration it cannot work with must stop at once, with
+one line that names the setting, rather than fail later in a way that blames someone
+else: a worker without ``SHEETSYNC_PII_KEYS`` would otherwise park every owner's
+answers, a worker on a missing SQLite file would create an empty one and fail every
+flush. :func:`check_process` is called by the Celery signals (a worker's
+``worker_init``, beat's ``beat_init``: ``sheetsync.celery.application``), by
+``sheetsync web`` and by ``sheetsync metrics``; a web app calls :func:`check_settings`.
+
+What each role needs (:data:`NEEDS`):
+
+- a worker: every setting valid, the functions ``SHEETSYNC_LINK_AUTHORIZER`` and
+  ``SHEETSYNC_OWNER_HOOK`` name (importable), the PII keys, Google's client id and
+  secret, the database (reachable, with the sheetsync schema at this version's Alembic revision),
+  Redis and the broker (reachable);
+- beat: Redis (its heartbeat) and the broker (where it sends the periodic tasks); the
+  tasks themselves run on workers;
+- the console and the exporter: the database. Not Redis: they are how an operator sees
+  a Redis outage (a banner, ``sheetsync_source_up{source="redis"} 0``), so they start
+  without it.
+
+Every failure is a :class:`ConfigError` with one line; nothing here creates a database.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Literal
+
+from sheetsync.errors import ConfigError
+from sheetsync.ops.text import mask_url
+from sheetsync.settings import Settings, get_settings, reset_settings
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection
+    from sqlalchemy.exc import DBAPIError
+
+Role = Literal["worker", "beat", "console", "exporter"]
+Need = Literal["hooks", "pii_keys", "google_client", "database", "redis", "broker"]
+
+#: What each process needs before it serves, checked in this order (every role needs
+#: valid settings first).
+NEEDS: dict[Role, tuple[Need, ...]] = {
+    "worker": ("hooks", "pii_keys", "google_client", "database", "redis", "broker"),
+    "beat": ("redis", "broker"),
+    "console": ("database",),
+    "exporter": ("database",),
+}
+#: How a role is named in its one line.
+ROLE_NAMES: dict[Role, str] = {
+    "worker": "a worker",
+    "beat": "beat",
+    "console": "the console",
+    "exporter": "the metrics exporter",
+}
+#: Seconds a start-up check waits for a database or Redis to answer.
+DEFAULT_CONNECT_TIMEOUT_S = 5
+
+
+def check_settings() -> Settings:
+    """Read and check the settings now: call it when the web app starts, so that a bad
+    value stops the start-up with one line instead of failing requests later. It also
+    imports ``SHEETSYNC_LINK_AUTHORIZER`` and a dotted ``SHEETSYNC_OWNER_HOOK``, if set."""
+    reset_settings()
+    settings = get_settings()
+    require_hooks(settings, "worker")
+    return settings
+
+
+def check_process(role: Role) -> Settings:
+    """Check everything ``role`` needs (:data:`NEEDS`); returns the settings, or raises
+    the first problem as a one-line :class:`ConfigError`."""
+    reset_settings()
+    settings = get_settings()
+    for need in NEEDS[role]:
+        _CHECKS[need](settings, role)
+    return settings
+
+
+# -- one check per need ----------------------------------------------------------------
+
+
+def require_hooks(settings: Settings, _role: Role) -> None:
+    """The functions settings name are imported now, not at the first answer."""
+    from sheetsync import links, notify
+
+    links.configured_authorizer()
+    notify.check_hook(settings)
+
+
+def require_pii_keys(settings: Settings, _role: Role) -> None:
+    """At least one key: a worker decrypts personal info and refresh tokens (a
+    :class:`PiiKeysError` names the variable)."""
+    from sheetsync import crypto
+
+    crypto.Keyring(settings.pii_key_bytes)
+
+
+def require_google_client(settings: Settings, role: Role) -> None:
+    """The OAuth client owners consented to: without it no refresh token works."""
+    missing = [
+        f"SHEETSYNC_{name.upper()}"
+        for name in ("google_client_id", "google_client_secret")
+        if getattr(settings, name) is None
+    ]
+    if missing:
+        raise ConfigError(
+            f"{' and '.join(missing)} must be set: {ROLE_NAMES[role]} refreshes owners' "
+            "Google credentials with the OAuth client they consented to"
+        )
+
+
+def require_database(settings: Settings, _role: Role) -> None:
+    """The database exists, answers, and holds the sheetsync schema at the revision this
+    version expects."""
+    check_database(settings.database_url)
+
+
+def require_redis(settings: Settings, _role: Role) -> None:
+    check_redis(settings.redis_url, "SHEETSYNC_REDIS_URL", "Redis")
+
+
+def require_broker(settings: Settings, _role: Role) -> None:
+    if settings.celery_broker_url != settings.redis_url:
+        check_redis(settings.celery_broker_url, "SHEETSYNC_BROKER_URL", "the Celery broker")
+
+
+_CHECKS: dict[Need, Callable[[Settings, Role], None]] = {
+    "hooks": require_hooks,
+    "pii_keys": require_pii_keys,
+    "google_client": require_google_client,
+    "database": require_database,
+    "redis": require_redis,
+    "broker": require_broker,
+}
+
+
+# -- the database ----------------------------------------------------------------------
+
+
+def check_database(url: str) -> None:
+    """Raise a one-line ConfigError unless the database at ``url`` exists, answers and
+    is at the newest sheetsync schema revision. Creates nothing."""
+    from sqlalchemy.exc import DBAPIError
+    from sqlalchemy.pool import NullPool
+
+    from sheetsync import db
+
+    db.require_database(url)
+    options = {"connect_timeout": DEFAULT_CONNECT_TIMEOUT_S} if _is_postgres(url) else {}
+    engine = db.make_engine(url, poolclass=NullPool, connect_args=options)
+    try:
+        with engine.connect() as connection:
+            problem = schema_problem(connection, url)
+    except DBAPIError as exc:
+        raise ConfigError(describe_database_error(exc, url)) from None
+    finally:
+        engine.dispose()
+    if problem is not None:
+        raise ConfigError(problem)
+
+
+def schema_problem(connection: Connection, url: str) -> str | None:
+    """Why the schema behind ``connection`` is not the one this version needs, or None."""
+    from alembic.runtime.migration import MigrationContext
+
+    current = set(MigrationContext.configure(connection).get_current_heads())
+    shown = mask_url(url)
+    upgrade = "run `sheetsync db upgrade`"
+    if not current:
+        return f"the database at {shown} has no sheetsync schema: {upgrade}"
+    heads, known = known_revisions()
+    if current == heads:
+        return None
+    names = ", ".join(sorted(current))
+    if not current <= known:
+        return (
+            f"the database at {shown} is at schema revision {names}, newer than this "
+            f"sheetsync knows ({', '.join(sorted(heads))}): upgrade sheetsync"
+        )
+    return (
+        f"the database at {shown} is at schema revision {names}, and this sheetsync "
+        f"needs {', '.join(sorted(heads))}: {upgrade}"
+    )
+
+
+@functools.cache
+def known_revisions() -> tuple[set[str], set[str]]:
+    """This version's head revisions, and every revision it knows."""
+    from alembic.script import ScriptDirectory
+
+    from sheetsync.db import alembic_config
+
+    scripts = ScriptDirectory.from_config(alembic_config())
+    return set(scripts.get_heads()), {script.revision for script in scripts.walk_revisions()}
+
+
+def _is_postgres(url: str) -> bool:
+    return url.partition("://")[0].lower().startswith("postgres")
+
+
+def describe_database_error(exc: DBAPIError, url: str) -> str:
+    """One line for a database failure at ``url``: no statement, no parameters."""
+    import sqlalchemy.exc
+
+    shown = mask_url(url)
+    # The driver's own message: SQLAlchemy's str() adds the statement and its
+    # parameters, which may hold answer ids or worse.
+    reason = _first_line(exc.orig) if exc.orig is not None else type(exc).__name__
+    lowered = reason.lower()
+    if "no such table" in lowered or ("relation" in lowered and "does not exist" in lowered):
+        return f"the database at {shown} has no sheetsync schema: run `sheetsync db upgrade`"
+    if isinstance(exc, sqlalchemy.exc.OperationalError | sqlalchemy.exc.InterfaceError):
+        return f"cannot reach the database at {shown} (SHEETSYNC_DATABASE_URL): {reason}"
+    return f"database error at {shown}: {reason}"
+
+
+# -- Redis -----------------------------------------------------------------------------
+
+
+def check_redis(url: str, variable: str, what: str) -> None:
+    """Raise a one-line ConfigError unless the Redis at ``url`` answers PING."""
+    import redis
+
+    from sheetsync import redis_urls
+
+    client = redis_urls.client(
+        url,
+        socket_timeout=DEFAULT_CONNECT_TIMEOUT_S,
+        socket_connect_timeout=DEFAULT_CONNECT_TIMEOUT_S,
+    )
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        raise ConfigError(describe_redis_error(exc, url, variable, what)) from None
+    finally:
+        client.close()
+
+
+def describe_redis_error(exc: Exception, url: str, variable: str, what: str = "Redis") -> str:
+    import redis
+
+    shown = mask_url(url)
+    if isinstance(exc, redis.ConnectionError | redis.TimeoutError) and not isinstance(
+        exc, redis.AuthenticationError
+    ):
+        return f"cannot reach {what} at {shown} ({variable}): {_first_line(exc)}"
+    return f"{what} at {shown} ({variable}) answered: {_first_line(exc)}"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
