@@ -86,7 +86,7 @@ def make_engine(url: str | None = None, *, create: bool = False, **engine_option
         engine = create_engine(url, connect_args=connect_args, **engine_options)
         _configure_sqlite(engine)
         if not create:
-            _open_existing_files_only(engine, url)
+            open_existing_files_only(engine, url)
         return engine
     engine_options.setdefault("pool_pre_ping", True)
     return create_engine(url, **engine_options)
@@ -134,7 +134,7 @@ def require_database(url: str, *, create: bool = False) -> None:
         raise ConfigError(missing_database_message(url))
 
 
-def _open_existing_files_only(engine: Engine, url: str) -> None:
+def open_existing_files_only(engine: Engine, url: str) -> None:
     """Open the SQLite file read-write but never create it (``mode=rw``): a file that is
     missing, or was deleted since, is a one-line ConfigError, not a new empty database."""
 

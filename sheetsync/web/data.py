@@ -17,7 +17,7 @@ from sqlalchemy import Engine, create_engine, event, func, select
 from sqlalchemy.engine import make_url
 
 from sheetsync import redis_urls
-from sheetsync.db import normalize_url
+from sheetsync.db import normalize_url, open_existing_files_only
 from sheetsync.keys import BufferKey
 from sheetsync.models import (
     DeadLetter,
@@ -50,6 +50,7 @@ def read_engine(url: str) -> Engine:
     url = normalize_url(url)
     if make_url(url).get_backend_name() == "sqlite":
         engine = create_engine(url, connect_args={"timeout": DB_CONNECT_TIMEOUT_S})
+        open_existing_files_only(engine, url)  # the console never creates a database
 
         @event.listens_for(engine, "connect")
         def _read_only(dbapi_connection: Any, _record: Any) -> None:
