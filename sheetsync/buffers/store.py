@@ -1,9 +1,9 @@
 """The Redis side of buffers: push ids, and move one buffer through its states.
 
 Python here only passes keys, durations and arguments: every decision about tokens,
-leases and scheduling is made inside a script (:mod:`sheetsync.buffers.scripts`),
-atomically, on the Redis server's clock. See docs/ARCHITECTURE.md for the job state
-machine and the invariants the scripts keep.
+leases and scheduling is made inside a script (each one's contract is declared in
+:mod:`sheetsync.buffers.scripts`), atomically, on the Redis server's clock. See
+docs/ARCHITECTURE.md for the job state machine and the invariants the scripts keep.
 """
 
 from __future__ import annotations
@@ -12,11 +12,27 @@ import json
 import logging
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import cast
 
 import redis
 
-from sheetsync.buffers.scripts import Scripts, decode_tasks, script_source
+from sheetsync.buffers.scripts import (
+    KEEP_LAST_ROW,
+    Adopt,
+    Claim,
+    Enqueue,
+    EnqueueTarget,
+    Finish,
+    Release,
+    Renew,
+    Sent,
+    SentTask,
+    Sweep,
+    SweptBuffer,
+    Trim,
+    job_keys,
+    run_keys,
+)
 from sheetsync.dispatch import FlushTask
 from sheetsync.errors import ValidationError
 from sheetsync.keys import (
@@ -27,6 +43,7 @@ from sheetsync.keys import (
     check_id,
     token_buffer,
 )
+from sheetsync.lua.contract import Scripts
 from sheetsync.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -37,10 +54,6 @@ PUSH_CHUNK = 1000
 SWEEP_CHUNK = 200
 #: Due buffers one sweeper pass takes at most (the rest wait for the next pass).
 SWEEP_PASS_MAX = 10_000
-
-
-#: ``trim``'s last row when the sheet's end is no longer known (forget the cached one).
-FORGET_LAST_ROW = "-"
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,58 +125,52 @@ class BufferStore:
         targets = list(targets)
         if not ids or not targets:
             return []
-        if len(ids) <= PUSH_CHUNK:
-            replies = [self._call_enqueue(targets, ids, client=self.redis)]
-        else:
-            pipe = self.redis.pipeline(transaction=False)
-            for start in range(0, len(ids), PUSH_CHUNK):
-                self._call_enqueue(targets, ids[start : start + PUSH_CHUNK], client=pipe)
-            replies = self._execute_loading_scripts(pipe)
-        return [task for reply in replies for task in decode_tasks(reply)]
+        to = [EnqueueTarget.of(key, queue) for key, queue in targets]
+        calls = [
+            self._enqueue(to, ids[at : at + PUSH_CHUNK]) for at in range(0, len(ids), PUSH_CHUNK)
+        ]
+        if len(calls) == 1:
+            return self.scripts.run(calls[0])
+        return [task for tasks in self.scripts.run_many(calls) for task in tasks]
 
-    def _call_enqueue(
-        self, targets: list[tuple[BufferKey, str]], ids: Sequence[str], client: Any
-    ) -> Any:
-        keys: list[str] = [BUFFER_INDEX, DUE_INDEX]
-        args: list[Any] = [self._delay_ms, self.settings.flush_threshold, self._ttl]
-        args += [self._grace_ms, len(targets)]
-        for key, queue in targets:
-            keys += (key.buf, key.job, key.sheet, key.times)
-            args += (key.base, queue)
-        args += ids
-        # EVALSHA directly: redis-py's Script objects add a SCRIPT EXISTS round trip
-        # inside pipelines, and Python overhead on the emit path.
-        try:
-            return client.evalsha(self.scripts.enqueue.sha, len(keys), *keys, *args)
-        except redis.exceptions.NoScriptError:
-            self.redis.script_load(script_source("enqueue"))
-            return client.evalsha(self.scripts.enqueue.sha, len(keys), *keys, *args)
-
-    def _execute_loading_scripts(self, pipe: Any) -> list[Any]:
-        try:
-            return list(pipe.execute())
-        except redis.exceptions.NoScriptError:
-            # Redis restarted or flushed its scripts. Nothing ran: NOSCRIPT comes back
-            # for every call of the pipeline before any of them executes.
-            self.redis.script_load(script_source("enqueue"))
-            return list(pipe.execute())
+    def _enqueue(self, targets: list[EnqueueTarget], ids: Sequence[str]) -> Enqueue:
+        return Enqueue(
+            buffer_index=BUFFER_INDEX,
+            due_index=DUE_INDEX,
+            delay_ms=self._delay_ms,
+            threshold=self.settings.flush_threshold,
+            sheet_ttl_s=self._ttl,
+            grace_ms=self._grace_ms,
+            targets=targets,
+            ids=ids,
+        )
 
     # -- one run ------------------------------------------------------------------------
 
     def claim(self, key: BufferKey, token: str) -> Lease | None:
         """Take the buffer for the run of ``token``, under a new epoch; None if it is not
         this token's to take (superseded, or another delivery of it still running)."""
-        reply = self.scripts.claim(
-            keys=[key.job, DUE_INDEX], args=[token, self._lease_ms, key.base]
+        claimed = self.scripts.run(
+            Claim(**job_keys(key), token=token, lease_ms=self._lease_ms, base=key.base)
         )
-        return _lease(token, str(reply[0]), reply[1:]) if reply else None
+        if claimed is None:
+            return None
+        return Lease(token, claimed.epoch, claimed.until_ms, claimed.now_ms)
 
     def renew(self, key: BufferKey, lease: Lease) -> Lease | None:
         """Extend the lease; None when this run no longer holds the buffer."""
-        reply = self.scripts.renew(
-            keys=[key.job, DUE_INDEX], args=[lease.token, lease.epoch, self._lease_ms, key.base]
+        renewed = self.scripts.run(
+            Renew(
+                **job_keys(key),
+                token=lease.token,
+                epoch=lease.epoch,
+                lease_ms=self._lease_ms,
+                base=key.base,
+            )
         )
-        return _lease(lease.token, lease.epoch, reply) if reply else None
+        if renewed is None:
+            return None
+        return Lease(lease.token, lease.epoch, renewed.until_ms, renewed.now_ms)
 
     def read_batch(self, key: BufferKey, size: int) -> list[str]:
         return [str(_text(raw)) for raw in self.redis.lrange(key.buf, 0, size - 1)]
@@ -196,17 +203,23 @@ class BufferStore:
     def trim(
         self, key: BufferKey, lease: Lease, count: int, last_row: int | str | None
     ) -> tuple[int, float]:
-        """Drop ``count`` settled ids from the head and remember where the sheet ends
-        (an int, None for unchanged, or :data:`FORGET_LAST_ROW`). Returns the ids left
-        (-1 when this run no longer holds the buffer) and the oldest one's age (s)."""
-        args: list[Any] = [lease.token, lease.epoch, self._lease_ms, count]
-        args += ["" if last_row is None else last_row, key.base, self._ttl]
-        left, oldest_age_ms = self.scripts.trim(keys=self._run_keys(key), args=args)
-        return int(left), int(oldest_age_ms) / 1000
-
-    @staticmethod
-    def _run_keys(key: BufferKey) -> list[str]:
-        return [key.buf, key.job, key.sheet, BUFFER_INDEX, key.times, DUE_INDEX]
+        """Drop ``count`` settled ids from the head and remember where the sheet ends (a
+        row number, None for unchanged, or :data:`sheetsync.buffers.scripts.FORGET_LAST_ROW`).
+        Returns the ids left (-1 when this run no longer holds the buffer) and the oldest
+        one's age (s)."""
+        trimmed = self.scripts.run(
+            Trim(
+                **run_keys(key),
+                token=lease.token,
+                epoch=lease.epoch,
+                lease_ms=self._lease_ms,
+                count=count,
+                last_row=KEEP_LAST_ROW if last_row is None else last_row,
+                base=key.base,
+                sheet_ttl_s=self._ttl,
+            )
+        )
+        return trimmed.left, trimmed.oldest_age_ms / 1000
 
     def finish(
         self,
@@ -221,31 +234,49 @@ class BufferStore:
         The next task is due FLUSH_DELAY after the oldest id left arrived, unless
         ``countdown_s`` says otherwise; with ``hold``, reaching the threshold meanwhile
         does not bring it forward (the run waits for a fuller batch on purpose)."""
-        forced_ms = -1 if countdown_s is None else max(0, int(countdown_s * 1000))
-        args: list[Any] = [lease.token, lease.epoch, self._delay_ms]
-        args += [self.settings.flush_threshold, key.base, self._ttl, forced_ms]
-        args += [self._grace_ms, "1" if hold else "0"]
-        reply = self.scripts.finish(keys=self._run_keys(key), args=args)
-        tasks = decode_tasks(reply)
-        return tasks[0] if tasks else None
+        return self.scripts.run(
+            Finish(
+                **run_keys(key),
+                token=lease.token,
+                epoch=lease.epoch,
+                delay_ms=self._delay_ms,
+                threshold=self.settings.flush_threshold,
+                base=key.base,
+                sheet_ttl_s=self._ttl,
+                forced_ms=-1 if countdown_s is None else max(0, int(countdown_s * 1000)),
+                grace_ms=self._grace_ms,
+                hold=hold,
+            )
+        )
 
     def release(self, key: BufferKey, lease: Lease, countdown_s: float) -> int:
         """Hand the buffer back for a retry of the same task. Returns attempts, -1 fenced."""
-        args: list[Any] = [lease.token, lease.epoch, int(countdown_s * 1000)]
-        args += [key.base, self._grace_ms]
-        return int(self.scripts.release(keys=[key.job, DUE_INDEX], args=args))
+        return self.scripts.run(
+            Release(
+                **job_keys(key),
+                token=lease.token,
+                epoch=lease.epoch,
+                delay_ms=int(countdown_s * 1000),
+                base=key.base,
+                grace_ms=self._grace_ms,
+            )
+        )
 
     def adopt(
         self, key: BufferKey, default_queue: str, *, even_empty: bool = False
     ) -> FlushTask | None:
         """A new token for flushing the buffer now, or None (a run holds it, or the list
         is empty and ``even_empty`` is not set)."""
-        reply = self.scripts.adopt(
-            keys=self._run_keys(key),
-            args=[key.base, default_queue, self._ttl, "1" if even_empty else "0", self._grace_ms],
+        return self.scripts.run(
+            Adopt(
+                **run_keys(key),
+                base=key.base,
+                default_queue=default_queue,
+                sheet_ttl_s=self._ttl,
+                even_empty=even_empty,
+                grace_ms=self._grace_ms,
+            )
         )
-        tasks = decode_tasks(reply)
-        return tasks[0] if tasks else None
 
     def redis_now_ms(self) -> int:
         """The Redis server's clock, the one every lease and due time uses."""
@@ -283,26 +314,24 @@ class BufferStore:
         busy = ",".join(sorted(busy_queues))
         tasks: list[FlushTask] = []
         for start in range(0, len(keys), SWEEP_CHUNK):
-            chunk = keys[start : start + SWEEP_CHUNK]
-            script_keys = [BUFFER_INDEX, DUE_INDEX]
-            for key in chunk:
-                script_keys += (key.buf, key.job, key.sheet, key.times)
-            args: list[Any] = [
-                self._grace_ms,
-                self._queued_grace_ms,
-                default_queue,
-                self._ttl,
-                busy,
-            ]
-            args += [key.base for key in chunk]
-            tasks += decode_tasks(self.scripts.sweep(keys=script_keys, args=args))
+            sweep = Sweep(
+                buffer_index=BUFFER_INDEX,
+                due_index=DUE_INDEX,
+                grace_ms=self._grace_ms,
+                queued_grace_ms=self._queued_grace_ms,
+                default_queue=default_queue,
+                sheet_ttl_s=self._ttl,
+                busy_queues=busy,
+                buffers=[SweptBuffer.of(key) for key in keys[start : start + SWEEP_CHUNK]],
+            )
+            tasks += self.scripts.run(sweep)
         return tasks
 
     def mark_sent(self, tasks: Sequence[FlushTask]) -> None:
         """These tasks reached the broker (see sent.lua)."""
         if tasks:
-            keys = [token_buffer(task.token).job for task in tasks]
-            self.scripts.sent(keys=keys, args=[task.token for task in tasks])
+            sent = [SentTask(job=token_buffer(task.token).job, token=task.token) for task in tasks]
+            self.scripts.run(Sent(tasks=sent))
 
     # -- sheet cache --------------------------------------------------------------------
 
@@ -378,8 +407,3 @@ def _parse_bases(members: Iterable[bytes | str]) -> list[BufferKey]:
         except ValidationError:
             log.error("skipping a malformed member of %s", DUE_INDEX)
     return keys
-
-
-def _lease(token: str, epoch: str, reply: Sequence[Any]) -> Lease:
-    until_ms, granted_ms = reply
-    return Lease(token, epoch, int(until_ms), int(granted_ms))

@@ -17,6 +17,7 @@ import time
 from datetime import datetime
 
 from sheetsync import crypto, ledger, links
+from sheetsync.buffers.scripts import FORGET_LAST_ROW
 from sheetsync.buffers.store import Lease
 from sheetsync.errors import CredentialError, HoldForBatch, RateLimited, WaitForIntent
 from sheetsync.flush import header, intents
@@ -243,7 +244,7 @@ class FlushRun:
                     TransactionType.COMPLETED,
                 )
                 intents.resolve(session, intent.id)
-        self.trim(0, "-")  # the sheet's end is re-learned from the next append
+        self.trim(0, FORGET_LAST_ROW)  # the sheet's end is re-learned from the next append
 
     def _title_of_tab(self, gid: int | None) -> str:
         """The title of the tab an intent's append went to (it may not be the active
@@ -364,7 +365,7 @@ class FlushRun:
             events.observe(BATCH_SIZE, len(appended.landed))
         last_row: int | str | None = appended.last_row
         if appended.landed and last_row is None:
-            last_row = "-"  # landed, but Google's reply did not say where
+            last_row = FORGET_LAST_ROW  # landed, but Google's reply did not say where
         return self.settle(
             batch,
             appended.landed,

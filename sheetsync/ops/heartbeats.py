@@ -10,12 +10,12 @@ clocks agree.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import redis
 
-from sheetsync.buffers.scripts import script_source
 from sheetsync.keys import HEARTBEATS, heartbeat_key
+from sheetsync.lua.contract import Arg, Key, Script, Scripts
 
 #: How often a process writes its heartbeat.
 DEFAULT_HEARTBEAT_INTERVAL_S = 5.0
@@ -30,6 +30,25 @@ class Heartbeat:
     queues: tuple[str, ...]
     pid: int
     age_s: float
+
+
+@dataclass(slots=True, kw_only=True)
+class RecordHeartbeat(Script[int]):
+    """A process is alive (``lua/heartbeat.lua``); the Redis time (ms) recorded."""
+
+    SCRIPT: ClassVar[str] = "heartbeat"
+    index: Key
+    details: Key
+    name: Arg[str]
+    #: worker | beat
+    role: Arg[str]
+    #: The queues it consumes, comma-separated.
+    queues: Arg[str]
+    pid: Arg[int]
+    ttl_s: Arg[float]
+
+    def decode(self, reply: Any) -> int:
+        return int(reply)
 
 
 def _text(value: bytes | str | None) -> str:
@@ -48,10 +67,16 @@ def record(
     ttl_s: float = DEFAULT_HEARTBEAT_TTL_S,
 ) -> None:
     """Say that process ``name`` is alive now."""
-    script = client.register_script(script_source("heartbeat"))
-    script(
-        keys=[HEARTBEATS, heartbeat_key(name)],
-        args=[name, role, ",".join(queues), pid, ttl_s],
+    Scripts(client).run(
+        RecordHeartbeat(
+            index=HEARTBEATS,
+            details=heartbeat_key(name),
+            name=name,
+            role=role,
+            queues=",".join(queues),
+            pid=pid,
+            ttl_s=ttl_s,
+        )
     )
 
 

@@ -1,7 +1,7 @@
 """Strict sliding-window rate limits for Sheets requests (docs/ARCHITECTURE.md, "Limits").
 
 Two windows guard every request: the Google account's (60 per 60 s) and the project's
-(300 per 60 s). Both are taken in one Lua script (``rate_take.lua``): the `limits`
+(300 per 60 s). Both are taken in one Lua script (``lua/rate_take.lua``): the `limits`
 library's moving window takes one limit per call, so a refusal by the second limit
 would waste the slot already taken from the first. A buffer that must wait gets a
 ticket, the time its turn comes, so waiting buffers wake one per slot rather than all
@@ -14,19 +14,61 @@ so two requests that we spaced one window apart never land inside one of Google'
 
 from __future__ import annotations
 
+import enum
 import time
 import uuid
 from dataclasses import dataclass
+from typing import Any, ClassVar, NamedTuple
 
 import redis
 
-from sheetsync.buffers.scripts import Scripts
 from sheetsync.errors import RateLimited
 from sheetsync.keys import RATE_PROJECT, rate_account_key, rate_tickets_key
+from sheetsync.lua.contract import Arg, Key, Script, Scripts
 from sheetsync.settings import Settings
 
 #: A waiting buffer's ticket this long past is abandoned (others may take its place).
 DEFAULT_TICKET_GRACE_MS = 1000
+#: The waiter of a request no buffer waits for (it gets no ticket).
+NO_WAITER = ""
+
+
+class Mode(enum.StrEnum):
+    #: Get a ticket (the earliest free slot for the waiter), take nothing.
+    RESERVE = "reserve"
+    #: The request goes now, or within the lead.
+    TAKE = "take"
+
+
+class RateAnswer(NamedTuple):
+    #: The request has its slot (send after ``wait_ms``); else wait ``wait_ms`` first.
+    taken: bool
+    wait_ms: int
+
+
+@dataclass(slots=True, kw_only=True)
+class RateTake(Script[RateAnswer]):
+    """One request slot in the account's and the project's windows at once."""
+
+    SCRIPT: ClassVar[str] = "rate_take"
+    account_window: Key
+    project_window: Key
+    account_tickets: Key
+    project_tickets: Key
+    window_ms: Arg[int]
+    account_limit: Arg[int]
+    project_limit: Arg[int]
+    #: A unique member for this request.
+    member: Arg[str]
+    #: The waiting buffer, or :data:`NO_WAITER`.
+    waiter: Arg[str]
+    mode: Arg[Mode]
+    lead_ms: Arg[int]
+    grace_ms: Arg[int]
+
+    def decode(self, reply: Any) -> RateAnswer:
+        taken, wait_ms = reply
+        return RateAnswer(bool(int(taken)), int(wait_ms))
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,15 +86,17 @@ class RateLimiter:
         self._scripts = scripts or Scripts(client)
         self.window_ms = int((settings.rate_window_s + settings.rate_margin_s) * 1000)
 
-    def take(self, google_account_id: str, *, max_wait_s: float = 0.0, waiter: str = "") -> None:
+    def take(
+        self, google_account_id: str, *, max_wait_s: float = 0.0, waiter: str = NO_WAITER
+    ) -> None:
         """Take one slot in both windows for a request about to be sent, waiting up to
         ``max_wait_s`` for it; else raise :class:`RateLimited` with the wait. A
         ``waiter`` (a buffer) uses the slot it reserved, and one it cannot wait for
         stays reserved for it."""
         while True:
-            taken, wait_ms = self._call(google_account_id, waiter, "take", max_wait_s)
-            wait_s = wait_ms / 1000
-            if taken:
+            answer = self._call(google_account_id, waiter, Mode.TAKE, max_wait_s)
+            wait_s = answer.wait_ms / 1000
+            if answer.taken:
                 if wait_s > 0:
                     time.sleep(wait_s)
                 return
@@ -71,30 +115,30 @@ class RateLimiter:
         A flush asks before it builds a batch, so a rate-limited run reschedules to its
         slot without hydrating, decrypting and building rows it cannot send yet.
         """
-        _, wait_ms = self._call(google_account_id, waiter, "reserve", 0.0)
-        return max(wait_ms, 0) / 1000
+        answer = self._call(google_account_id, waiter, Mode.RESERVE, 0.0)
+        return max(answer.wait_ms, 0) / 1000
 
-    def _call(
-        self, google_account_id: str, waiter: str, mode: str, lead_s: float
-    ) -> tuple[bool, int]:
+    def _call(self, google_account_id: str, waiter: str, mode: Mode, lead_s: float) -> RateAnswer:
         account = rate_account_key(google_account_id)
-        taken, wait_ms = self._scripts.rate_take(
-            keys=[account, RATE_PROJECT, rate_tickets_key(account), rate_tickets_key(RATE_PROJECT)],
-            args=[
-                self.window_ms,
-                self.settings.rate_limit_per_account,
-                self.settings.rate_limit_per_project,
-                uuid.uuid4().hex,
-                waiter,
-                mode,
-                int(lead_s * 1000),
-                DEFAULT_TICKET_GRACE_MS,
-            ],
+        return self._scripts.run(
+            RateTake(
+                account_window=account,
+                project_window=RATE_PROJECT,
+                account_tickets=rate_tickets_key(account),
+                project_tickets=rate_tickets_key(RATE_PROJECT),
+                window_ms=self.window_ms,
+                account_limit=self.settings.rate_limit_per_account,
+                project_limit=self.settings.rate_limit_per_project,
+                member=uuid.uuid4().hex,
+                waiter=waiter,
+                mode=mode,
+                lead_ms=int(lead_s * 1000),
+                grace_ms=DEFAULT_TICKET_GRACE_MS,
+            )
         )
-        return bool(int(taken)), int(wait_ms)
 
     def acquirer(
-        self, google_account_id: str, max_wait_s: float = 0.0, waiter: str = ""
+        self, google_account_id: str, max_wait_s: float = 0.0, waiter: str = NO_WAITER
     ) -> _Acquire:
         return _Acquire(self, google_account_id, max_wait_s, waiter)
 

@@ -6,9 +6,11 @@ import time
 
 import pytest
 
-from sheetsync.buffers.store import BufferStore
+from sheetsync.buffers.scripts import FORGET_LAST_ROW, Claim, Renew, job_keys
+from sheetsync.buffers.store import PUSH_CHUNK, BufferStore
 from sheetsync.errors import ValidationError
 from sheetsync.keys import BUFFER_INDEX, BufferKey, token_buffer
+from sheetsync.lua.contract import source
 from sheetsync.settings import Settings
 
 KEY = BufferKey("u1", "form1", "sheetA", 7)
@@ -133,3 +135,46 @@ def test_tokens_never_repeat_even_after_redis_loses_everything(store):
     store.redis.flushdb()
     [after_loss] = store.push([(KEY, "q")], ["a1"])
     assert after_loss.token not in seen and len(seen) == 3
+
+
+def test_trim_remembers_keeps_or_forgets_the_last_row(store):
+    [dispatch] = store.push([(KEY, "q")], ["a1", "a2", "a3"])
+    lease = store.claim(KEY, dispatch.token)
+    assert lease is not None
+    store.trim(KEY, lease, 1, last_row=5)
+    assert store.sheet_cache(KEY).last_row == 5
+    store.trim(KEY, lease, 1, last_row=None)
+    assert store.sheet_cache(KEY).last_row == 5
+    store.trim(KEY, lease, 1, last_row=FORGET_LAST_ROW)
+    assert store.sheet_cache(KEY).last_row is None
+
+
+def test_scripts_redis_forgot_are_loaded_again_even_in_a_chunked_push(store):
+    """Redis restarted (its scripts are gone) before a push of more ids than one call
+    takes: every chunk still lands, once, and the buffer gets its task."""
+    ids = [f"a{n}" for n in range(PUSH_CHUNK * 2 + 1)]
+    store.redis.script_flush()
+    [dispatch] = store.push([(KEY, "q")], ids)
+    assert store.read_all(KEY) == ids
+    store.redis.script_flush()
+    assert store.claim(KEY, dispatch.token) is not None  # one call: loaded again too
+
+
+def test_only_the_calls_redis_refused_run_again(store):
+    """A pipeline whose first call ran and whose second met NOSCRIPT (its script was
+    flushed): the second alone runs again, so the claim is not made twice."""
+    [dispatch] = store.push([(KEY, "q")], ["a1"])
+    store.redis.script_flush()
+    store.redis.script_load(source(Claim))
+    lease_ms = 60_000
+    claimed, renewed = store.scripts.run_many(
+        [
+            Claim(**job_keys(KEY), token=dispatch.token, lease_ms=lease_ms, base=KEY.base),
+            Renew(
+                **job_keys(KEY), token=dispatch.token, epoch="1", lease_ms=lease_ms, base=KEY.base
+            ),
+        ]
+    )
+    assert claimed is not None and claimed.epoch == "1"
+    assert renewed is not None
+    assert store.job_state(KEY)["epoch"] == "1"

@@ -2,19 +2,22 @@
 -- an append's intent is left open and nothing would resolve it (the reconciler). Give
 -- its scheduled job (or a buffer that has no job) a new token due now. A running job is
 -- left to its run.
--- KEYS: the list, the job, the sheet cache, the buffer index, the arrival runs, the due
---       index
--- ARGV: buffer base, queue for a job that has none, sheet cache ttl (s), '1' to make a
---       job even for an empty list (its run resolves open intents, then ends), sweep
---       grace (ms)
 -- Returns the task (as a list of one) for the new token, superseding the job's old one,
 -- or none: the buffer is empty (and not forced), or a run holds it.
-local list, job, sheet, buffer_index = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local times, due_index = KEYS[5], KEYS[6]
-local base, default_queue, sheet_ttl_s = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local even_empty, grace_ms = ARGV[4] == '1', tonumber(ARGV[5])
+local buffer = KEYS[1]                -- the list of ids
+local job = KEYS[2]                   -- its job
+local sheet = KEYS[3]                 -- its sheet cache
+local buffer_index = KEYS[4]          -- the buffer index
+local times = KEYS[5]                 -- its arrival runs
+local due_index = KEYS[6]             -- the due index
+local base = ARGV[1]                  -- buffer base
+local default_queue = ARGV[2]         -- queue for a job that has none
+local sheet_ttl_s = tonumber(ARGV[3]) -- sheet cache ttl (s)
+local even_empty = ARGV[4] == '1'     -- make a job even for an empty list (its run
+                                      -- resolves open intents, then ends)
+local grace_ms = tonumber(ARGV[5])    -- sweep grace (ms)
 local state, old_token, queue = unpack(redis.call('HMGET', job, 'state', 'token', 'queue'))
-if state == 'running' or (not state and not even_empty and redis.call('LLEN', list) == 0) then
+if state == 'running' or (not state and not even_empty and redis.call('LLEN', buffer) == 0) then
   return {}
 end
 local now = now_ms()

@@ -1,12 +1,13 @@
 -- A flush task starts: take the buffer if the task's token is still the live one (I2),
 -- under a new run epoch.
--- KEYS: the job, the due index
--- ARGV: token, lease (ms), buffer base
 -- Returns {epoch, lease until (ms), now (ms)} when this run now holds the buffer, or {}
 -- when the token was superseded or another run with this token still holds an
 -- unexpired lease (a duplicate delivery).
-local job, due_index = KEYS[1], KEYS[2]
-local token, lease_ms, base = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local job = KEYS[1]                -- the job
+local due_index = KEYS[2]          -- the due index
+local token = ARGV[1]              -- the task's token
+local lease_ms = tonumber(ARGV[2]) -- lease (ms)
+local base = ARGV[3]               -- buffer base
 local now = now_ms()
 local live_token, state, lease_until = unpack(redis.call('HMGET', job, 'token', 'state',
   'lease_until'))

@@ -1,24 +1,28 @@
 -- Push answer ids onto one or more buffers (the sheets one answer goes to) and make
 -- sure each has exactly one live flush task. One call serves every target, so an emit
 -- costs one round trip however many sheets the form is linked to.
--- KEYS: buffer index, due index, then per target: its list, its job, its sheet cache,
---       its arrival runs
--- ARGV: flush delay (ms), flush threshold, sheet cache ttl (s), sweep grace (ms), number
---       of targets T, then per target: its buffer base and queue, then the answer ids
 -- Returns the tasks to send (see task_to_send): a target whose live task already
 -- covers its new ids needs none.
-local buffer_index, due_index = KEYS[1], KEYS[2]
-local delay_ms, threshold = tonumber(ARGV[1]), tonumber(ARGV[2])
-local sheet_ttl_s, grace_ms, targets = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-local first_id = 6 + 2 * targets
+local buffer_index = KEYS[1]          -- the buffer index
+local due_index = KEYS[2]             -- the due index
+-- KEYS[3..] each of targets: buffer, job, sheet, times (its list, job, sheet cache and
+--           arrival runs)
+local delay_ms = tonumber(ARGV[1])    -- flush delay (ms)
+local threshold = tonumber(ARGV[2])   -- flush threshold
+local sheet_ttl_s = tonumber(ARGV[3]) -- sheet cache ttl (s)
+local grace_ms = tonumber(ARGV[4])    -- sweep grace (ms)
+-- ARGV[5..] each of targets: base, queue (its buffer base and queue)
+-- ARGV[5+2T..] ids: the answer ids
+local targets = (#KEYS - 2) / 4
+local first_id = 5 + 2 * targets
 local pushed = #ARGV - first_id + 1
 local now = now_ms()
 
 local to_send = {}
 for t = 1, targets do
-  local list, job, sheet, times = KEYS[4 * t - 1], KEYS[4 * t], KEYS[4 * t + 1], KEYS[4 * t + 2]
-  local base, queue = ARGV[4 + 2 * t], ARGV[5 + 2 * t]
-  local length = redis.call('RPUSH', list, unpack(ARGV, first_id))
+  local buffer, job, sheet, times = KEYS[4 * t - 1], KEYS[4 * t], KEYS[4 * t + 1], KEYS[4 * t + 2]
+  local base, queue = ARGV[3 + 2 * t], ARGV[4 + 2 * t]
+  local length = redis.call('RPUSH', buffer, unpack(ARGV, first_id))
   note_arrivals(times, now, pushed)
   local state, promoted = 'scheduled', '1'
   -- A non-empty list always has its job (I1; the sweeper repairs it if not), so only a

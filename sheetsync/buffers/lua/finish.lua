@@ -2,24 +2,30 @@
 -- (I1: the length is checked in the same script, so no wake-up is lost). The next task
 -- is due FLUSH_DELAY after the oldest id left arrived (at once if that has passed, or
 -- the list is at the threshold), unless the run asks for a countdown of its own.
--- KEYS: the list, the job, the sheet cache, the buffer index, the arrival runs, the due
---       index
--- ARGV: token, epoch, flush delay (ms), flush threshold, buffer base, sheet cache ttl (s),
---       countdown (ms) forced when rescheduling on purpose (a rate limit) or -1, sweep
---       grace (ms), '1' to hold: no promotion at the threshold before the forced
---       countdown (a run waiting for a fuller batch)
 -- Returns the task to send (as a list of one), or none: the job is done, or this run
 -- no longer held the buffer.
-local list, job, sheet, buffer_index = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local times, due_index = KEYS[5], KEYS[6]
-local token, epoch, delay_ms = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local threshold, base, sheet_ttl_s = tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6])
-local forced_ms, grace_ms, hold = tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9] == '1'
+local buffer = KEYS[1]                -- the list of ids
+local job = KEYS[2]                   -- its job
+local sheet = KEYS[3]                 -- its sheet cache
+local buffer_index = KEYS[4]          -- the buffer index
+local times = KEYS[5]                 -- its arrival runs
+local due_index = KEYS[6]             -- the due index
+local token = ARGV[1]                 -- the run's token
+local epoch = ARGV[2]                 -- the run's epoch
+local delay_ms = tonumber(ARGV[3])    -- flush delay (ms)
+local threshold = tonumber(ARGV[4])   -- flush threshold
+local base = ARGV[5]                  -- buffer base
+local sheet_ttl_s = tonumber(ARGV[6]) -- sheet cache ttl (s)
+local forced_ms = tonumber(ARGV[7])   -- countdown (ms) forced when rescheduling on
+                                      -- purpose (a rate limit), or -1
+local grace_ms = tonumber(ARGV[8])    -- sweep grace (ms)
+local hold = ARGV[9] == '1'           -- no promotion at the threshold before the forced
+                                      -- countdown (a run waiting for a fuller batch)
 if not held_by(job, token, epoch) then
   return {}
 end
 local queue = redis.call('HGET', job, 'queue')
-local length = redis.call('LLEN', list)
+local length = redis.call('LLEN', buffer)
 if length == 0 then
   redis.call('DEL', job, times)
   redis.call('ZREM', buffer_index, base)

@@ -1,13 +1,15 @@
 -- A run hit a transient error: keep the token (Celery retries the same task id) and
 -- mark the job scheduled again, so the sweeper knows when the retry is due. The worker
 -- publishes the retry itself, so the job counts as sent.
--- KEYS: the job, the due index
--- ARGV: token, epoch, delay (ms), buffer base, sweep grace (ms)
 -- Returns the attempts so far including this one, or -1 when this run no longer held
 -- the buffer.
-local job, due_index = KEYS[1], KEYS[2]
-local token, epoch, delay_ms = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local base, grace_ms = ARGV[4], tonumber(ARGV[5])
+local job = KEYS[1]                -- the job
+local due_index = KEYS[2]          -- the due index
+local token = ARGV[1]              -- the run's token
+local epoch = ARGV[2]              -- the run's epoch
+local delay_ms = tonumber(ARGV[3]) -- delay before the retry (ms)
+local base = ARGV[4]               -- buffer base
+local grace_ms = tonumber(ARGV[5]) -- sweep grace (ms)
 if not held_by(job, token, epoch) then
   return -1
 end

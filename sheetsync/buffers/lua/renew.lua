@@ -1,9 +1,11 @@
 -- A running flush extends its lease before a slow step; fenced if it lost the buffer.
--- KEYS: the job, the due index
--- ARGV: token, epoch, lease (ms), buffer base
 -- Returns {lease until (ms), now (ms)}, or {} when this run no longer holds the buffer.
-local job, due_index = KEYS[1], KEYS[2]
-local token, epoch, lease_ms, base = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
+local job = KEYS[1]                -- the job
+local due_index = KEYS[2]          -- the due index
+local token = ARGV[1]              -- the run's token
+local epoch = ARGV[2]              -- the run's epoch
+local lease_ms = tonumber(ARGV[3]) -- lease (ms)
+local base = ARGV[4]               -- buffer base
 if not held_by(job, token, epoch) then
   return {}
 end

@@ -1,8 +1,8 @@
 -- Tasks were handed to the broker. A sent task that is late while its queue still has
 -- messages waiting is late because workers are busy: the sweeper gives it the long grace.
--- KEYS: per task: its buffer's job
--- ARGV: per task: its token
 -- Returns how many jobs were marked (a job that moved on since is left alone).
+-- KEYS[1..] each of tasks: job (its buffer's job)
+-- ARGV[1..] each of tasks: token (its token)
 local marked = 0
 for t = 1, #KEYS do
   local live_token, state = unpack(redis.call('HMGET', KEYS[t], 'token', 'state'))

@@ -5,17 +5,20 @@
 -- waiting for a worker is late because workers are busy, not lost: it is looked at
 -- again later, up to the long grace, so busy workers cause no re-sends. A job that is
 -- not stuck is scored again in the due index.
--- KEYS: the buffer index, the due index, then per buffer: its list, its job, its sheet
---       cache, its arrival runs
--- ARGV: grace past due (ms), grace past due for a sent task in a busy queue (ms), queue
---       for a job that has none, sheet cache ttl (s), the busy queues (comma-separated),
---       then each buffer's base
 -- Returns the tasks to send, each superseding the job's old token.
-local buffer_index, due_index = KEYS[1], KEYS[2]
-local grace_ms, queued_grace_ms = tonumber(ARGV[1]), tonumber(ARGV[2])
-local default_queue, sheet_ttl_s = ARGV[3], tonumber(ARGV[4])
+local buffer_index = KEYS[1]              -- the buffer index
+local due_index = KEYS[2]                 -- the due index
+-- KEYS[3..] each of buffers: buffer, job, sheet, times (its list, job, sheet cache and
+--           arrival runs)
+local grace_ms = tonumber(ARGV[1])        -- grace past due (ms)
+local queued_grace_ms = tonumber(ARGV[2]) -- grace past due for a sent task in a busy
+                                          -- queue (ms)
+local default_queue = ARGV[3]             -- queue for a job that has none
+local sheet_ttl_s = tonumber(ARGV[4])     -- sheet cache ttl (s)
+local busy_queues = ARGV[5]               -- queues with messages waiting, comma-separated
+-- ARGV[6..] each of buffers: base (its buffer base)
 local busy = {}
-for queue in string.gmatch(ARGV[5], '[^,]+') do
+for queue in string.gmatch(busy_queues, '[^,]+') do
   busy[queue] = true
 end
 local now = now_ms()
@@ -37,11 +40,11 @@ end
 
 local to_send = {}
 for b = 1, #ARGV - 5 do
-  local list, job, sheet, times = KEYS[4 * b - 1], KEYS[4 * b], KEYS[4 * b + 1], KEYS[4 * b + 2]
+  local buffer, job, sheet, times = KEYS[4 * b - 1], KEYS[4 * b], KEYS[4 * b + 1], KEYS[4 * b + 2]
   local base = ARGV[5 + b]
   local state, old_token, due_at, lease_until, queue, sent = unpack(redis.call('HMGET', job,
     'state', 'token', 'due_at', 'lease_until', 'queue', 'sent'))
-  local length = redis.call('LLEN', list)
+  local length = redis.call('LLEN', buffer)
   local at = look_again_at(state, due_at, lease_until, sent, queue)
   if not state and length == 0 then
     redis.call('ZREM', buffer_index, base)

@@ -14,19 +14,24 @@
 -- if the windows allow it, and one that cannot go yet gets a later ticket. Requests with
 -- no ticket count the live tickets as taken, so they do not jump the queue; a ticket
 -- more than the grace in the past is abandoned.
--- KEYS: the account's window, the project's window (ZSETs of requests), the account's
---       tickets, the project's tickets (ZSETs of waiting buffers)
--- ARGV: window (ms), account limit, project limit, a unique member for this request,
---       the waiting buffer ('' for none), mode ('reserve': get a ticket, take nothing;
---       'take': the request goes now or within the lead), lead (ms), ticket grace (ms)
 -- Returns {1, ms to wait before sending} when the request has its slot, or
 -- {0, ms until the buffer's ticket} (or until a slot would free, for no buffer).
-local window_ms, member = tonumber(ARGV[1]), ARGV[4]
-local waiter, mode = ARGV[5], ARGV[6]
-local lead_ms, grace_ms = tonumber(ARGV[7]), tonumber(ARGV[8])
-local windows = {KEYS[1], KEYS[2]}
-local tickets = {KEYS[3], KEYS[4]}
-local limits = {tonumber(ARGV[2]), tonumber(ARGV[3])}
+local account_window = KEYS[1]          -- the account's window (ZSET of requests)
+local project_window = KEYS[2]          -- the project's window
+local account_tickets = KEYS[3]         -- the account's tickets (ZSET of waiting buffers)
+local project_tickets = KEYS[4]         -- the project's tickets
+local window_ms = tonumber(ARGV[1])     -- window (ms)
+local account_limit = tonumber(ARGV[2]) -- requests per window, per account
+local project_limit = tonumber(ARGV[3]) -- requests per window, per project
+local member = ARGV[4]                  -- a unique member for this request
+local waiter = ARGV[5]                  -- the waiting buffer ('' for none)
+local mode = ARGV[6]                    -- 'reserve': get a ticket, take nothing; 'take':
+                                        -- the request goes now or within the lead
+local lead_ms = tonumber(ARGV[7])       -- lead (ms)
+local grace_ms = tonumber(ARGV[8])      -- ticket grace (ms)
+local windows = {account_window, project_window}
+local tickets = {account_tickets, project_tickets}
+local limits = {account_limit, project_limit}
 local now = now_ms()
 
 local function set_in(keys, name, at)

@@ -1,5 +1,6 @@
--- The prelude: the loader puts this in front of every script, so what it defines is
--- written once. A script's own header names its KEYS and ARGV.
+-- The prelude: the loader (sheetsync/lua/contract.py) puts this in front of every
+-- script, so what it defines is written once. A script's own header names its KEYS and
+-- ARGV, as its Python declaration does.
 --
 -- Every time here is the Redis server's (TIME), never a host's: a worker or web host
 -- whose clock is off cannot shorten a lease, move a due time or age a buffer.
