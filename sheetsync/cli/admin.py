@@ -13,7 +13,7 @@ import typer
 from sheetsync.cli.helpformat import HelpCommand, new_app
 from sheetsync.cli.output import counted, hint, out
 from sheetsync.cli.runtime import load_settings, open_database, open_pipeline, require_database
-from sheetsync.ops.text import mask_url
+from sheetsync.text import mask_url
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

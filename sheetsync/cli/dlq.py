@@ -25,7 +25,7 @@ from sheetsync.cli.output import (
     with_ids,
 )
 from sheetsync.cli.runtime import open_database, open_pipeline
-from sheetsync.ops.text import clip, relative, short_time
+from sheetsync.text import clip, relative, short_time
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker

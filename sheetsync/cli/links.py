@@ -15,7 +15,7 @@ import typer
 from sheetsync.cli.helpformat import HelpCommand, new_app
 from sheetsync.cli.output import counted, heading, hint, out, print_json, table
 from sheetsync.cli.runtime import open_pipeline
-from sheetsync.ops.text import clip, short_time
+from sheetsync.text import clip, short_time
 
 app = new_app("Links: which form sends its answers to which sheet.")
 

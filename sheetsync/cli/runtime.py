@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from sheetsync.errors import ConfigError, SheetSyncError
-from sheetsync.ops.text import mask_url
+from sheetsync.text import mask_url
 
 if TYPE_CHECKING:
     from sqlalchemy.exc import DBAPIError

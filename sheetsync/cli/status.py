@@ -14,7 +14,7 @@ import typer
 
 from sheetsync.cli.output import counted, heading, hint, out, print_json, table
 from sheetsync.cli.runtime import open_pipeline
-from sheetsync.ops.text import duration, mask_url
+from sheetsync.text import duration, mask_url
 
 #: Buffers listed unless told otherwise (the oldest first: they matter most).
 DEFAULT_STATUS_LIMIT = 50

@@ -23,8 +23,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from sheetsync.dev.demo_data import SHEET_TITLE, DemoOwner, DemoSeed, expected_rows
 from sheetsync.dev.emulator import EmulatorAdmin
 from sheetsync.models import DeadLetter, DeadLetterReason, DeadLetterStatus
-from sheetsync.ops.text import clip, relative
 from sheetsync.recovery import deadletters
+from sheetsync.text import clip, relative
 
 #: The variables the read-only ``dlq`` commands need once the demo's stack is gone.
 DATABASE_VARIABLE = "SHEETSYNC_DATABASE_URL"
