@@ -253,7 +253,7 @@ def purge(
             fail(f"purging drops {chosen} for good: add --yes to confirm")
         if not typer.confirm(question, err=True):
             fail("purge cancelled")
-    from sheetsync.recovery import deadletters
+    from sheetsync import deadletters
 
     with open_database() as sessions:
         require_existing(sessions, ids)

@@ -13,8 +13,8 @@ from typing import Any
 from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from sheetsync import deadletters
 from sheetsync.models import DeadLetter, DeadLetterAnswer
-from sheetsync.recovery import deadletters
 
 
 @dataclass(frozen=True)

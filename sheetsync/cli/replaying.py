@@ -18,13 +18,12 @@ from rich.progress import (
     Progress,
 )
 
-from sheetsync import ledger
+from sheetsync import deadletters, ledger
 from sheetsync.cli.output import counted, hint, id_note, out, progress_bar, table, with_ids
 from sheetsync.flush.outcomes import Tally
 from sheetsync.models import DeadLetter, DeadLetterStatus, TransactionType
 from sheetsync.ops import replays
 from sheetsync.pipeline import Pipeline
-from sheetsync.recovery import deadletters
 from sheetsync.recovery.replay import flush_here
 from sheetsync.recovery.replay import replay as replay_entry
 

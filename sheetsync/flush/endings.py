@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from sheetsync import credentials, ledger, links, notify
+from sheetsync import credentials, deadletters, ledger, links, notify
 from sheetsync.alerts import send_alert_once
 from sheetsync.buffers.push import push
 from sheetsync.errors import (
@@ -36,7 +36,6 @@ from sheetsync.flush.columns import LinkPaused
 from sheetsync.flush.outcomes import Outcome
 from sheetsync.ledger import SETTLED
 from sheetsync.models import DeadLetterReason, TransactionType
-from sheetsync.recovery import deadletters
 
 if TYPE_CHECKING:
     from sheetsync.flush.run import FlushRun

@@ -11,11 +11,11 @@ from datetime import datetime
 
 from sqlalchemy import func, select
 
+from sheetsync import deadletters
 from sheetsync.errors import NotFoundError
 from sheetsync.keys import BufferKey
 from sheetsync.models import SheetColumn, SpreadSheet
 from sheetsync.pipeline import Pipeline
-from sheetsync.recovery import deadletters
 
 
 @dataclass(frozen=True)

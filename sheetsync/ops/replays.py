@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 from sqlalchemy import select
 
+from sheetsync import deadletters
 from sheetsync.models import DeadLetter, DeadLetterStatus
 from sheetsync.pipeline import Pipeline
-from sheetsync.recovery import deadletters
 
 #: Ids per claim (keeps the IN list well under every database's parameter limit).
 CLAIM_CHUNK = 500

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from sheetsync import credentials, ledger, links, notify
+from sheetsync import credentials, deadletters, ledger, links, notify
 from sheetsync.buffers.push import push, send_tasks
 from sheetsync.dispatch import QUEUE_DEFAULT, FlushTask, get_dispatcher
 from sheetsync.errors import NotFoundError
@@ -37,7 +37,6 @@ from sheetsync.models import (
     TransactionType,
 )
 from sheetsync.pipeline import Pipeline
-from sheetsync.recovery import deadletters
 
 log = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@
 Each asks first on a confirmation page, whose form carries the CSRF token; the post is
 refused without it or from another origin. The work is the CLI's own: ``dlq replay
 ID...`` sends to the workers (:mod:`sheetsync.ops.replays`), ``dlq purge ID...``
-(:func:`sheetsync.recovery.deadletters.purge`).
+(:func:`sheetsync.deadletters.purge`).
 
 A bulk action acts on its filter as it stands at the post, bounded by the newest entry
 the confirmation page counted: an entry that appears after the page was shown is left
@@ -23,9 +23,9 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from sheetsync import deadletters
 from sheetsync.cli import dlq_store
 from sheetsync.ops import replays
-from sheetsync.recovery import deadletters
 from sheetsync.web import labels
 from sheetsync.web.auth import CSRF_FIELD, same_origin
 from sheetsync.web.console import (

@@ -9,7 +9,7 @@ import base64
 from sqlalchemy import select
 from support.waiting import wait_until
 
-from sheetsync import emit_answer_submitted, resend_failed
+from sheetsync import deadletters, emit_answer_submitted, resend_failed
 from sheetsync.crypto import generate_key
 from sheetsync.flush.run import FlushRun
 from sheetsync.flush.writer import REFUSED_REASON
@@ -20,7 +20,7 @@ from sheetsync.models import (
     SubmissionAnswer,
     TransactionType,
 )
-from sheetsync.recovery import deadletters, repair, replay
+from sheetsync.recovery import repair, replay
 
 POISON = "a value Google refuses"
 
