@@ -90,10 +90,10 @@ def list_entries(
     """
     status = _choice(ctx, "--status", STATUSES, status_name)
     reason = _choice(ctx, "--reason", REASONS, reason_name)
-    from sheetsync.cli import dlq_store
+    from sheetsync.ops import deadletters as ops_deadletters
 
     with open_database() as sessions:
-        page = dlq_store.list_entries(
+        page = ops_deadletters.list_entries(
             sessions, user_id=user, status=status, reason=reason, limit=limit
         )
     if as_json:
@@ -149,10 +149,10 @@ def show(
     as_json: JsonFlag = False,
 ) -> None:
     """Show one dead letter in full, its answer ids included."""
-    from sheetsync.cli import dlq_store
+    from sheetsync.ops import deadletters as ops_deadletters
 
     with open_database() as sessions:
-        details = dlq_store.get_entry(sessions, entry_id)
+        details = ops_deadletters.get_entry(sessions, entry_id)
     if details is None:
         fail(f"dead letter {entry_id} does not exist")
     if as_json:
@@ -224,9 +224,9 @@ def replay(
 
 def require_existing(sessions: sessionmaker[Session], ids: Sequence[int]) -> None:
     """End the command with one line when an id names no dead letter."""
-    from sheetsync.cli import dlq_store
+    from sheetsync.ops import deadletters as ops_deadletters
 
-    missing = [str(entry_id) for entry_id in dlq_store.missing_ids(sessions, ids)]
+    missing = [str(entry_id) for entry_id in ops_deadletters.missing_ids(sessions, ids)]
     if len(missing) == 1:
         fail(f"dead letter {missing[0]} does not exist")
     if missing:

@@ -24,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from sheetsync import deadletters
-from sheetsync.cli import dlq_store
+from sheetsync.ops import deadletters as ops_deadletters
 from sheetsync.ops import replays
 from sheetsync.web import labels
 from sheetsync.web.auth import CSRF_FIELD, same_origin
@@ -133,7 +133,7 @@ def bulk_confirm_page(request: Request) -> Response:
     where = dead_letter_filter(request.query_params)
     sessions = console.read.sessions
     selection = console.attempt(
-        errors, lambda: dlq_store.select_entries(sessions, where, statuses=BULK_STATUSES)
+        errors, lambda: ops_deadletters.select_entries(sessions, where, statuses=BULK_STATUSES)
     )
     unusable: list[dict[str, Any]] = []
     if selection is not None and action == "replay":
@@ -197,12 +197,12 @@ async def bulk_act(request: Request) -> Response:
     return RedirectResponse(f"/dead-letters?{query}", status_code=303)
 
 
-def _perform_bulk(console: Console, action: str, where: dlq_store.Filter, upto: int) -> int:
+def _perform_bulk(console: Console, action: str, where: ops_deadletters.Filter, upto: int) -> int:
     """The entries ``where`` matches now, up to ``upto``, handed to the CLI's code as
     ``dlq replay ID...`` or ``dlq purge ID...`` would; returns how many were sent or
     purged."""
     pipeline = console.actions.get()
-    selection = dlq_store.select_entries(
+    selection = ops_deadletters.select_entries(
         pipeline.sessions, where, statuses=BULK_STATUSES, upto=upto
     )
     done = 0
@@ -225,7 +225,7 @@ def _perform_bulk(console: Console, action: str, where: dlq_store.Filter, upto: 
     return done
 
 
-def _logged(where: dlq_store.Filter) -> str:
+def _logged(where: ops_deadletters.Filter) -> str:
     """The filter for a log line: ids as they are, anything else (it matches nothing)
     not repeated."""
     shown = {

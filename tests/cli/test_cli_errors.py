@@ -8,9 +8,10 @@ import pytest
 from support.cli import Cli
 
 from sheetsync.cli import dlq
-from sheetsync.cli.runtime import TRACEBACK_VARIABLE, describe
+from sheetsync.cli.runtime import TRACEBACK_VARIABLE
 from sheetsync.keys import BufferKey
 from sheetsync.models import DeadLetterReason, DeadLetterStatus
+from sheetsync.ops.explain import describe
 from sheetsync.pipeline import Pipeline
 
 
