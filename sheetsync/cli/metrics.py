@@ -29,7 +29,7 @@ def metrics(
     limiter and credentials, plus the counters the workers record. docs/RUNBOOK.md
     says what to do when an alert fires.
     """
-    from sheetsync.metrics.server import serve
+    from sheetsync.exporter.server import serve
     from sheetsync.startup import check_process
 
     check_process("exporter")  # its database, with the schema at this version's revision

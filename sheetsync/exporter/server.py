@@ -7,7 +7,7 @@ from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, start_http_server
 
-from sheetsync.metrics.collector import PipelineCollector
+from sheetsync.exporter.collector import PipelineCollector
 from sheetsync.pipeline import Pipeline
 
 
