@@ -24,7 +24,7 @@ from sheetsync.cli.output import (
     usage_error,
     with_ids,
 )
-from sheetsync.cli.runtime import open_database, open_pipeline
+from sheetsync.cli.runtime import open_database, open_services
 from sheetsync.text import clip, relative, short_time
 
 if TYPE_CHECKING:
@@ -208,18 +208,18 @@ def replay(
         usage_error(ctx, "give only one of: dead-letter IDs, --user USER, --all")
     from sheetsync.cli.replaying import replay_here, send_to_workers
 
-    with open_pipeline() as pipeline:
+    with open_services() as services:
         if ids:
-            require_existing(pipeline.sessions, ids)
+            require_existing(services.sessions, ids)
         if now:
-            unfinished, total = replay_here(pipeline, ids=ids or None, user_id=user)
+            unfinished, total = replay_here(services, ids=ids or None, user_id=user)
             if unfinished:
                 fail(
                     f"{counted(total, 'dead letter')} replayed, {len(unfinished)} did not "
                     f"finish {id_note(unfinished)}: see the summary above"
                 )
         else:
-            send_to_workers(pipeline, ids=ids or None, user_id=user)
+            send_to_workers(services, ids=ids or None, user_id=user)
 
 
 def require_existing(sessions: sessionmaker[Session], ids: Sequence[int]) -> None:

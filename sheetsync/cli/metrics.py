@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from sheetsync.cli.output import fail, out
-from sheetsync.cli.runtime import open_pipeline
+from sheetsync.cli.runtime import open_services
 
 log = logging.getLogger(__name__)
 
@@ -36,9 +36,9 @@ def metrics(
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
-    with open_pipeline() as pipeline:
+    with open_services() as services:
         try:
-            server, thread = serve(pipeline, host, port)
+            server, thread = serve(services, host, port)
         except OSError as exc:
             fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
         bound = server.server_address[1]

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker
 
-    from sheetsync.pipeline import Pipeline
+    from sheetsync.services import Services
     from sheetsync.settings import Settings
 
 #: Set to 1 to see the traceback of an unexpected error instead of its one-line summary.
@@ -39,17 +39,17 @@ def require_database(url: str, *, create: bool = False) -> None:
 
 
 @contextmanager
-def open_pipeline() -> Iterator[Pipeline]:
+def open_services() -> Iterator[Services]:
     """Redis and the database for one command; both are closed at the end."""
-    from sheetsync.pipeline import Pipeline
+    from sheetsync.services import Services
 
     settings = load_settings()
     require_database(settings.database_url)
-    pipeline = Pipeline.build(settings)
+    services = Services.build(settings)
     try:
-        yield pipeline
+        yield services
     finally:
-        pipeline.close()
+        services.close()
 
 
 @contextmanager

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from sheetsync.dev import seed
 from sheetsync.dev.emulator import EmulatorAdmin
 from sheetsync.models import Plan
-from sheetsync.pipeline import Pipeline
+from sheetsync.services import Services
 
 
 @dataclass(frozen=True)
@@ -155,7 +155,7 @@ class DemoSeed:
     accounts: dict[DemoOwner, DemoAccount]
 
 
-def seed_demo(pipeline: Pipeline, admin: EmulatorAdmin, *, answers: bool = True) -> DemoSeed:
+def seed_demo(services: Services, admin: EmulatorAdmin, *, answers: bool = True) -> DemoSeed:
     """Seed the database and the emulator (every account valid, revoked ones included:
     :func:`revoke_access` revokes them); with ``answers=False`` the forms and their
     links only (``make demo-web``: a person submits the answers).
@@ -170,7 +170,7 @@ def seed_demo(pipeline: Pipeline, admin: EmulatorAdmin, *, answers: bool = True)
     }
     sheets: list[DemoSheet] = []
     ids_by_form: dict[DemoForm, list[str]] = {}
-    with pipeline.sessions.begin() as session:
+    with services.sessions.begin() as session:
         for owner, account in accounts.items():
             admin.add_account(account.account_id, account.refresh_token)
             seed.seed_user(

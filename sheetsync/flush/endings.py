@@ -68,8 +68,8 @@ def link_gone(run: FlushRun, exc: links.LinkGone) -> Outcome:
     """The link (or the form) is gone. Another link to the same sheet takes the ids;
     without one they end FAILED, with the buffer's dead letters, and nothing is
     written to that sheet."""
-    ids = run.p.store.read_all(run.key)
-    with run.p.sessions.begin() as session:
+    ids = run.services.store.read_all(run.key)
+    with run.services.sessions.begin() as session:
         states = ledger.states(session, ids, run.key.spread_sheet_id, run.key.sheet_id)
         unsettled = list(dict.fromkeys(i for i in ids if states.get(i) not in SETTLED))
         if exc.successor is None:
@@ -87,7 +87,7 @@ def link_gone(run: FlushRun, exc: links.LinkGone) -> Outcome:
                 intents.resolve(session, intent.id)
     if exc.successor is not None:
         successor, queue = exc.successor
-        push(run.p.store, [(successor, queue)], unsettled)
+        push(run.services.store, [(successor, queue)], unsettled)
     log.warning("flush %s: %s (%d ids)", run.lease.token, exc, len(unsettled))
     run.trim(len(ids), None)
     if exc.successor is None and unsettled:
@@ -131,7 +131,7 @@ def permanent(run: FlushRun, exc: PermanentError) -> Outcome:
         # Most likely the tab was renamed since we cached its title: forget it and
         # run again at once; a gid that is really gone fails for good then.
         log.warning("flush %s: %s; looking the sheet up again", run.lease.token, exc)
-        run.p.store.forget_sheet(run.key, "title", "time_zone", "header_ok")
+        run.services.store.forget_sheet(run.key, "title", "time_zone", "header_ok")
         return run.finish(countdown_s=0)
     _park_buffer(run, DeadLetterReason.PERMANENT, str(exc))
     _notify_owner(run, notify.LINK_FAILED)
@@ -164,8 +164,8 @@ def sheet_full(run: FlushRun, exc: SheetFullError) -> Outcome:
 def retry(run: FlushRun, exc: Exception) -> Outcome:
     """Retry with backoff; after RETRY_MAX failures in a row, a dead letter (with an
     alert) whose reason says what kept failing."""
-    settings = run.p.settings
-    failures = run.p.store.attempts(run.key) + 1
+    settings = run.services.settings
+    failures = run.services.store.attempts(run.key) + 1
     if failures > settings.retry_max:
         reason = _exhausted_reason(exc)
         _park_buffer(run, reason, f"{failures} tries failed: {_describe(exc)}")
@@ -177,7 +177,7 @@ def retry(run: FlushRun, exc: Exception) -> Outcome:
         # A request we gave up on (no answer) may still be running at Google; the
         # next run reads the sheet only once it can no longer land.
         delay = max(delay, settings.google_timeout_s)
-    if run.p.store.release(run.key, run.lease, delay) < 0:
+    if run.services.store.release(run.key, run.lease, delay) < 0:
         return fenced(run, exc)
     error = exc if isinstance(exc, TransientError) else TransientError(_describe(exc))
     return Outcome("retry", run.tally, retry_in_s=delay, error=error)
@@ -194,9 +194,9 @@ def _park_buffer(
     """Move every unsettled id of the buffer to a dead letter, then trim them. With a
     ``precondition``, only if it holds, checked in the same transaction. Returns whether
     the ids were parked."""
-    ids = run.p.store.read_all(run.key)
-    delay = deadletters.delay_for(reason, run.p.settings)
-    with run.p.sessions.begin() as session:
+    ids = run.services.store.read_all(run.key)
+    delay = deadletters.delay_for(reason, run.services.settings)
+    with run.services.sessions.begin() as session:
         if precondition is not None and not precondition(session):
             return False
         settled = ledger.states(session, ids, run.key.spread_sheet_id, run.key.sheet_id)
@@ -207,12 +207,12 @@ def _park_buffer(
     run.tally.parked += len(pending)
     if pending and alert:
         send_alert_once(
-            run.p.redis,
+            run.services.redis,
             f"{reason.value}:{run.key.base}",
             f"{reason.value}: {len(pending)} answers of form {run.key.submission_id} for "
             f"spreadsheet {run.key.spread_sheet_id} (gid {run.key.sheet_id}, owner "
             f"{run.key.user_id}) moved to a dead letter: {message}",
-            settings=run.p.settings,
+            settings=run.services.settings,
         )
     return True
 
@@ -220,7 +220,9 @@ def _park_buffer(
 def _notify_owner(run: FlushRun, topic: str) -> None:
     """Tell the buffer's owner (at most once an hour per topic; never raises, and the
     hook itself runs in a task of its own, off this flush's path)."""
-    notify.notify_buffer(run.p.redis, run.p.sessions, topic, run.key, settings=run.p.settings)
+    notify.notify_buffer(
+        run.services.redis, run.services.sessions, topic, run.key, settings=run.services.settings
+    )
 
 
 def _describe(exc: Exception) -> str:
@@ -281,7 +283,7 @@ def complete_replays(run: FlushRun) -> None:
         return
     try:
         done = deadletters.complete_replays(
-            run.p.sessions, sheet=(run.key.spread_sheet_id, run.key.sheet_id)
+            run.services.sessions, sheet=(run.key.spread_sheet_id, run.key.sheet_id)
         )
     except SQLAlchemyError as exc:
         log.warning(

@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 def columns_for_batch(writer: SheetWriter, form: FormLayout) -> FormLayout:
     """The layout the next batch's rows are built with: the link's map, with row 1
     checked (when the cached check is gone) and every column's title in it."""
-    p, key = writer.p, writer.key
+    p, key = writer.services, writer.key
     with p.sessions.begin() as session:
         link_id = columns.link_of(session, key).id
         row1_has_work = columns.sync_with_form(session, link_id, form, p.settings)
@@ -47,7 +47,7 @@ def columns_for_batch(writer: SheetWriter, form: FormLayout) -> FormLayout:
 
 
 def _check_header(writer: SheetWriter, link_id: int) -> None:
-    p, key = writer.p, writer.key
+    p, key = writer.services, writer.key
     title = writer.title()
     with p.sessions.begin() as session:
         columns.lock(session, link_id)
@@ -84,7 +84,7 @@ def _check_header(writer: SheetWriter, link_id: int) -> None:
 def _first_row(writer: SheetWriter, title: str) -> list[str]:
     """Row 1: as read by this buffer's previous check if the rate limit cut that one
     short within a lease (so each try makes progress), else read now."""
-    p, key = writer.p, writer.key
+    p, key = writer.services, writer.key
     cells = p.store.first_row(key, max_age_ms=int(p.settings.lease_s * 3000))
     if cells is None:
         writer.renew()
@@ -116,7 +116,7 @@ def _write(
         written = list(first_row) + [""] * (max(plan.writes) + 1 - len(first_row))
         for index, text in plan.writes.items():
             written[index] = text
-        writer.p.store.remember_first_row(writer.key, written)
+        writer.services.store.remember_first_row(writer.key, written)
         log.info("flush of %s wrote %d header cells", writer.key.base, len(plan.writes))
     if formats:
         writer.renew()

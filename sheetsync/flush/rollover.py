@@ -35,7 +35,7 @@ from sheetsync.flush.header import write_header
 from sheetsync.flush.outcomes import Tally
 from sheetsync.keys import BufferKey
 from sheetsync.models import SpreadSheet, utcnow
-from sheetsync.pipeline import Pipeline
+from sheetsync.services import Services
 from sheetsync.sheets.client import SheetsClient
 
 log = logging.getLogger(__name__)
@@ -75,14 +75,14 @@ class Tabs:
 
     def __init__(
         self,
-        pipeline: Pipeline,
+        services: Services,
         key: BufferKey,
         client: SheetsClient,
         tally: Tally,
         renew: Callable[[], Lease],
         tab: Tab,
     ) -> None:
-        self.p = pipeline
+        self.services = services
         self.key = key
         self.client = client
         self.tally = tally
@@ -94,15 +94,15 @@ class Tabs:
 
     @property
     def limit(self) -> int:
-        return self.p.settings.tab_cell_limit
+        return self.services.settings.tab_cell_limit
 
     def _sync_cache(self) -> None:
         """The cached title, header flag and last row describe the active tab only."""
-        cached = self.p.store.redis.hget(self.key.sheet, CACHE_TAB_FIELD)
+        cached = self.services.store.redis.hget(self.key.sheet, CACHE_TAB_FIELD)
         if cached is not None and int(cached) == self.tab.number:
             return
-        self.p.store.forget_sheet(self.key, "title", "header_ok", "last_row")
-        self.p.store.remember_sheet(self.key, **{CACHE_TAB_FIELD: self.tab.number})
+        self.services.store.forget_sheet(self.key, "title", "header_ok", "last_row")
+        self.services.store.remember_sheet(self.key, **{CACHE_TAB_FIELD: self.tab.number})
 
     # -- before an append -------------------------------------------------------------
 
@@ -155,12 +155,12 @@ class Tabs:
             log.info("link of %s: tab %r exists already; continuing there", self.key.base, title)
         # The map's number formats, as on tab 1; also for a tab a run made before it died
         # (both requests are idempotent).
-        with self.p.sessions() as session:
+        with self.services.sessions() as session:
             write_header(
                 session, self.client, self.tab.link_id, self.key.spread_sheet_id, gid, title
             )
         self.tally.requests += ["values.update", "spreadsheets.batchUpdate"]
-        with self.p.sessions.begin() as session:
+        with self.services.sessions.begin() as session:
             session.execute(
                 update(SpreadSheet)
                 .where(SpreadSheet.id == self.tab.link_id)
@@ -173,8 +173,10 @@ class Tabs:
             gid,
         )
         self.tab = Tab(self.tab.link_id, number, gid, len(header))
-        self.p.store.forget_sheet(self.key, "last_row")
-        self.p.store.remember_sheet(self.key, title=title, header_ok=1, **{CACHE_TAB_FIELD: number})
+        self.services.store.forget_sheet(self.key, "last_row")
+        self.services.store.remember_sheet(
+            self.key, title=title, header_ok=1, **{CACHE_TAB_FIELD: number}
+        )
 
     def _add_tab(self, title: str, header: Sequence[str]) -> int:
         self._renew()
@@ -202,7 +204,7 @@ class Tabs:
         session.execute(
             update(link).where(link.id == self.tab.link_id).values(tab_cells=link.tab_cells + cells)
         )
-        if self.tab.cells < self.p.settings.tab_cell_alert_ratio * self.limit:
+        if self.tab.cells < self.services.settings.tab_cell_alert_ratio * self.limit:
             return None
         first = session.execute(
             update(link)
@@ -211,7 +213,7 @@ class Tabs:
         )
         if not getattr(first, "rowcount", 0):
             return None
-        ratio = round(100 * self.p.settings.tab_cell_alert_ratio)
+        ratio = round(100 * self.services.settings.tab_cell_alert_ratio)
         return (
             f"link {self.tab.link_id} (form {self.key.submission_id}, spreadsheet "
             f"{self.key.spread_sheet_id}): tab {self.tab.number} passed {ratio}% of its "
@@ -222,4 +224,4 @@ class Tabs:
 
     def alert(self, text: str | None) -> None:
         if text is not None:
-            send_alert(text, settings=self.p.settings)
+            send_alert(text, settings=self.services.settings)

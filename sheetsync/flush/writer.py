@@ -19,7 +19,7 @@ from sheetsync.flush import intents
 from sheetsync.flush.outcomes import Tally
 from sheetsync.flush.typed import Cell
 from sheetsync.keys import BufferKey
-from sheetsync.pipeline import Pipeline
+from sheetsync.services import Services
 from sheetsync.sheets.client import SheetsClient, quote_title
 
 log = logging.getLogger(__name__)
@@ -50,13 +50,13 @@ class SheetWriter:
 
     def __init__(
         self,
-        pipeline: Pipeline,
+        services: Services,
         key: BufferKey,
         client: SheetsClient,
         tally: Tally,
         renew: Callable[[], Lease],
     ) -> None:
-        self.p = pipeline
+        self.services = services
         self.key = key
         self.client = client
         self.tally = tally
@@ -68,7 +68,7 @@ class SheetWriter:
 
     @property
     def store(self) -> BufferStore:
-        return self.p.store
+        return self.services.store
 
     def renew(self) -> Lease:
         """Renew the run's lease before a Sheets request (fenced: StaleRunError)."""
@@ -107,7 +107,7 @@ class SheetWriter:
         (an ambiguous failure): the next run resolves it by reading the sheet.
         """
         lease = self._renew()
-        with self.p.sessions.begin() as session:
+        with self.services.sessions.begin() as session:
             intent_id = intents.record(session, self.key, lease, ids, after_row, self.tab_gid)
         self._check_time_left()
         appended = Appended()
@@ -117,7 +117,7 @@ class SheetWriter:
             if not exc.ambiguous and not appended.landed:
                 self._drop_intent(intent_id)
             elif exc.status is not None:
-                with self.p.sessions.begin() as session:
+                with self.services.sessions.begin() as session:
                     intents.answered(session, intent_id)
             raise
         except Exception:
@@ -145,7 +145,7 @@ class SheetWriter:
             part_rows, part_ids = segments.pop(0)
             if not first:
                 lease = self._renew()
-                with self.p.sessions.begin() as session:
+                with self.services.sessions.begin() as session:
                     intents.extend(session, intent_id, lease.until_ms)
                 self._check_time_left()
             first = False
@@ -179,7 +179,7 @@ class SheetWriter:
             raise TransientError("the database took the lease's time; retrying", ambiguous=False)
 
     def _drop_intent(self, intent_id: int) -> None:
-        with self.p.sessions.begin() as session:
+        with self.services.sessions.begin() as session:
             intents.resolve(session, intent_id)
 
 

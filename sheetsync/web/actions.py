@@ -109,15 +109,15 @@ async def act(request: Request) -> Response:
 
 def _perform(console: Console, action: str, entry_id: int) -> str:
     """The CLI's own code: ``dlq replay ID`` sends to the workers, ``dlq purge ID``."""
-    pipeline = console.actions.get()
+    services = console.actions.get()
     if action == "replay":
-        chosen = replays.candidates(pipeline, ids=[entry_id], user_id=None)
+        chosen = replays.candidates(services, ids=[entry_id], user_id=None)
         if not chosen.ids:
             return "replay-skipped"
-        sent = replays.send_to_workers(pipeline, chosen)
+        sent = replays.send_to_workers(services, chosen)
         log.info("console: dead letter %s sent to the workers", entry_id)
         return "replay-sent" if sent.sent else "replay-taken"
-    purged, _refused = deadletters.purge(pipeline.sessions, [entry_id])
+    purged, _refused = deadletters.purge(services.sessions, [entry_id])
     log.info("console: dead letter %s purge: %s", entry_id, "done" if purged else "refused")
     return "purged" if purged else "purge-refused"
 
@@ -201,18 +201,18 @@ def _perform_bulk(console: Console, action: str, where: ops_deadletters.Filter, 
     """The entries ``where`` matches now, up to ``upto``, handed to the CLI's code as
     ``dlq replay ID...`` or ``dlq purge ID...`` would; returns how many were sent or
     purged."""
-    pipeline = console.actions.get()
+    services = console.actions.get()
     selection = ops_deadletters.select_entries(
-        pipeline.sessions, where, statuses=BULK_STATUSES, upto=upto
+        services.sessions, where, statuses=BULK_STATUSES, upto=upto
     )
     done = 0
     for start in range(0, len(selection.ids), CHUNK):
         chunk = selection.ids[start : start + CHUNK]
         if action == "replay":
-            chosen = replays.candidates(pipeline, ids=chunk, user_id=None)
-            done += len(replays.send_to_workers(pipeline, chosen).sent)
+            chosen = replays.candidates(services, ids=chunk, user_id=None)
+            done += len(replays.send_to_workers(services, chosen).sent)
         else:
-            purged, _ = deadletters.purge(pipeline.sessions, chunk)
+            purged, _ = deadletters.purge(services.sessions, chunk)
             done += len(purged)
     log.info(
         "console: bulk %s of %s up to #%d: %d of %d dead letters",

@@ -1,4 +1,4 @@
-"""The console's state (its pipelines, sampler, CSRF token and templates) and how a
+"""The console's state (its services, sampler, CSRF token and templates) and how a
 page is rendered: every section read on its own, an outage shown as a banner."""
 
 from __future__ import annotations
@@ -121,8 +121,8 @@ class Console:
         self, settings: Settings, sample_interval_s: float, refresh_interval_s: float
     ) -> None:
         self.settings = settings
-        self.read = data.read_pipeline(settings)
-        self.actions = data.ActionPipeline(settings)
+        self.read = data.read_services(settings)
+        self.actions = data.ActionServices(settings)
         self.history = History(self.read, sample_interval_s)
         self.refresh_interval_s = refresh_interval_s
         self.csrf = Csrf(settings.web_token.get_secret_value() if settings.web_token else None)

@@ -191,10 +191,10 @@ def test_no_sheets_request_outlives_the_runs_lease(world, pipeline_env, admin):
 
     from sheetsync.flush.run import flush
     from sheetsync.keys import BufferKey
-    from sheetsync.pipeline import get_pipeline
+    from sheetsync.services import get_services
 
     pipeline_env(lease_s=2, google_timeout_s=6, flush_delay_s=60, flush_idle_s=0.1)
-    pipeline = get_pipeline()
+    pipeline = get_services()
     form = world.form()
     sheet = world.sheet(form)
     [answer_id] = world.answers(form, 1)
