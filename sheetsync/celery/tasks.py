@@ -11,7 +11,7 @@ from sheetsync.buffers.push import send_tasks
 from sheetsync.celery.application import app
 from sheetsync.celery.dispatcher import checked_countdown
 from sheetsync.errors import ConfigError
-from sheetsync.flush.run import flush
+from sheetsync.flush.entry import flush
 from sheetsync.recovery import repair
 from sheetsync.services import get_services
 from sheetsync.settings import get_settings

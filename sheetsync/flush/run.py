@@ -7,7 +7,8 @@ alone), **write** (:mod:`sheetsync.flush.writer`: durable intent, then ``values.
 and **settle** (ledger and intent in one transaction, then LTRIM). A crash between any
 two steps loses and duplicates nothing (docs/ARCHITECTURE.md, "Crash safety").
 
-How a run that ends in an exception ends is one table, in :mod:`sheetsync.flush.endings`.
+The task's entry point is :func:`sheetsync.flush.entry.flush`; how a run that raised ends
+is one table, in :mod:`sheetsync.flush.failures`.
 """
 
 from __future__ import annotations
@@ -21,13 +22,13 @@ from sheetsync.buffers.store import Lease
 from sheetsync.errors import CredentialError, HoldForBatch, RateLimited, WaitForIntent
 from sheetsync.flush import header, intents
 from sheetsync.flush.batches import Batch, BatchBuilder
-from sheetsync.flush.endings import complete_replays, end_with, note_replays
-from sheetsync.flush.outcomes import Outcome, Tally, report_run
+from sheetsync.flush.outcomes import Outcome, Tally
+from sheetsync.flush.replays import ReplaysInFlight
 from sheetsync.flush.rollover import Tab, Tabs, tab_of
 from sheetsync.flush.rows import FormLayout, header_row
 from sheetsync.flush.typed import link_zone
 from sheetsync.flush.writer import SheetWriter, fenced, request_deadline
-from sheetsync.keys import BufferKey, token_buffer
+from sheetsync.keys import BufferKey
 from sheetsync.metrics import events
 from sheetsync.metrics.names import BATCH_SIZE
 from sheetsync.models import CredentialStatus, GoogleCredential, TransactionType
@@ -48,41 +49,6 @@ DEFAULT_LINGER_POLL_S = 0.05
 DEFAULT_HOLD_RECHECK_S = 0.5
 
 
-def flush(services: Services, token: str) -> Outcome:
-    """Run the flush task whose id is ``token``; count and log how it went (one
-    structured ``flush.run`` event, and the run's metrics published in one round trip)."""
-    started = time.monotonic()
-    outcome: Outcome | None = None
-    try:
-        outcome = _flush(services, token)
-        return outcome
-    finally:
-        report_run(services.redis, token, outcome, time.monotonic() - started)
-
-
-def _flush(services: Services, token: str) -> Outcome:
-    key = token_buffer(token)
-    lease = services.store.claim(key, token)
-    if lease is None:
-        job = services.store.job_state(key)
-        log.info(
-            "flush %s is a no-op: the buffer's job is %s (token %s)",
-            token,
-            job.get("state", "gone"),
-            job.get("token", "-"),
-        )
-        return Outcome("superseded")
-    run = FlushRun(services, key, lease)
-    try:
-        run.drain()
-    except Exception as exc:
-        outcome = end_with(run, exc)
-    else:
-        outcome = run.finish()
-    complete_replays(run)
-    return outcome
-
-
 class FlushRun:
     """One claimed run of one buffer."""
 
@@ -100,9 +66,8 @@ class FlushRun:
         #: The credential's ``updated_at`` as this run read it: a reconnect changes it,
         #: and marking the credential INVALID is a compare-and-set on it.
         self.credential_version: datetime | None = None
-        #: Whether a transaction of this run that settled or parked ids saw a replay of
-        #: this sheet's answers in flight: the run then completes it when it ends.
-        self.replays_open = False
+        #: Replays of this sheet's answers that the run's transactions saw in flight.
+        self.replays = ReplaysInFlight(key)
 
     @property
     def writer(self) -> SheetWriter:
@@ -236,7 +201,7 @@ class FlushRun:
                 len(intent.answer_ids),
             )
             with self.services.sessions.begin() as session:
-                note_replays(self, session)
+                self.replays.note(session)
                 ledger.record(
                     session,
                     landed,
@@ -389,7 +354,7 @@ class FlushRun:
         failed = {**batch.failed, **refused}
         alert: str | None = None
         with self.services.sessions.begin() as session:
-            note_replays(self, session)
+            self.replays.note(session)
             if landed:
                 alert = self.tabs.count(session, len(landed), self._width())
             ledger.record(

@@ -25,8 +25,8 @@ from sheetsync import credentials, deadletters, ledger, links, notify
 from sheetsync.buffers.push import push, send_tasks
 from sheetsync.dispatch import QUEUE_DEFAULT, FlushTask, get_dispatcher
 from sheetsync.errors import NotFoundError
+from sheetsync.flush.entry import flush
 from sheetsync.flush.outcomes import Tally
-from sheetsync.flush.run import flush
 from sheetsync.keys import BufferKey
 from sheetsync.models import (
     CredentialStatus,

@@ -72,7 +72,7 @@ def test_promotion_at_threshold_replaces_the_delayed_task(world, pipeline_env, a
 
     from sheetsync.celery import app as celery_app
     from sheetsync.dispatch import QUEUES
-    from sheetsync.flush.run import flush
+    from sheetsync.flush.entry import flush
     from sheetsync.keys import BufferKey
     from sheetsync.services import get_services
 

@@ -189,7 +189,7 @@ def test_no_sheets_request_outlives_the_runs_lease(world, pipeline_env, admin):
     before the lease ends (not after GOOGLE_TIMEOUT_S), and the run retries."""
     import time
 
-    from sheetsync.flush.run import flush
+    from sheetsync.flush.entry import flush
     from sheetsync.keys import BufferKey
     from sheetsync.services import get_services
 

@@ -14,7 +14,7 @@ from sheetsync.errors import (
     MissingKeyError,
     PiiKeysError,
 )
-from sheetsync.flush.endings import FAILURE_OUTCOMES
+from sheetsync.flush.failures import FAILURE_OUTCOMES
 from sheetsync.models import DeadLetterReason, DeadLetterStatus
 
 

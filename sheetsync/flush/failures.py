@@ -1,5 +1,6 @@
-"""How a flush run that raised ends: one table, :data:`FAILURE_OUTCOMES`, from the
-exception's class to what happens to the buffer (docs/ARCHITECTURE.md, "One flush run").
+"""The failure table: how a flush run that raised ends, from the exception's class to
+what happens to the buffer (:data:`FAILURE_OUTCOMES`; docs/ARCHITECTURE.md, "One flush
+run").
 
 Every row ends the job, releases it for a bounded number of retries, or parks its ids:
 no failure leaves a job running or re-dispatched forever.
@@ -10,9 +11,9 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from sqlalchemy.exc import OperationalError, SQLAlchemyError
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from sheetsync import credentials, deadletters, ledger, links, notify
@@ -34,11 +35,9 @@ from sheetsync.errors import (
 from sheetsync.flush import intents
 from sheetsync.flush.columns import LinkPaused
 from sheetsync.flush.outcomes import Outcome
+from sheetsync.flush.run import FlushRun
 from sheetsync.ledger import SETTLED
 from sheetsync.models import DeadLetterReason, TransactionType
-
-if TYPE_CHECKING:
-    from sheetsync.flush.run import FlushRun
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +72,7 @@ def link_gone(run: FlushRun, exc: links.LinkGone) -> Outcome:
         states = ledger.states(session, ids, run.key.spread_sheet_id, run.key.sheet_id)
         unsettled = list(dict.fromkeys(i for i in ids if states.get(i) not in SETTLED))
         if exc.successor is None:
-            note_replays(run, session)
+            run.replays.note(session)
             ledger.record(
                 session,
                 unsettled,
@@ -202,7 +201,7 @@ def _park_buffer(
         settled = ledger.states(session, ids, run.key.spread_sheet_id, run.key.sheet_id)
         pending = list(dict.fromkeys(i for i in ids if settled.get(i) not in SETTLED))
         deadletters.park(session, run.key, pending, reason, message, delay_s=delay)
-        note_replays(run, session)  # parked in another entry, an id is settled for a replay
+        run.replays.note(session)  # parked in another entry, an id is settled for a replay
     run.trim(len(ids), None)
     run.tally.parked += len(pending)
     if pending and alert:
@@ -266,34 +265,6 @@ FAILURE_OUTCOMES: tuple[tuple[type[Exception], Callable[[FlushRun, Any], Outcome
     (OperationalError, retry),
     (Exception, retry),
 )
-
-
-def note_replays(run: FlushRun, session: Session) -> None:
-    """In a transaction that settles or parks ids: is a replay of this sheet's answers
-    in flight? (One indexed read per run, until one is found.)"""
-    if not run.replays_open:
-        run.replays_open = deadletters.replaying(session, run.key.spread_sheet_id, run.key.sheet_id)
-
-
-def complete_replays(run: FlushRun) -> None:
-    """When a run that settled ids while a replay of its sheet was in flight ends: the
-    entries with no id ENQUEUED any more are DONE now, not at beat's next dispatch
-    (which stays the backstop, for a run that dies before this too)."""
-    if not run.replays_open:
-        return
-    try:
-        done = deadletters.complete_replays(
-            run.services.sessions, sheet=(run.key.spread_sheet_id, run.key.sheet_id)
-        )
-    except SQLAlchemyError as exc:
-        log.warning(
-            "flush %s could not mark finished replays DONE (%s); beat's dead-letter dispatch will",
-            run.lease.token,
-            type(exc).__name__,
-        )
-        return
-    if done:
-        log.info("flush %s finished the replay of dead letters %s", run.lease.token, done)
 
 
 def end_with(run: FlushRun, exc: Exception) -> Outcome:
