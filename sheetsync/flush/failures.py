@@ -142,10 +142,10 @@ def sheet_full(run: FlushRun, exc: SheetFullError) -> Outcome:
     over to a new tab sized to our columns, and run again at once. When even that is
     refused, the buffer waits in a SHEET_FULL dead letter (retried hourly): an answer
     never fails because a sheet is full (docs/ARCHITECTURE.md, "Full sheets roll over")."""
-    tabs = run.tabs if run.has_tabs else None
-    if tabs is not None and tabs.header is not None and not tabs.fresh():
+    rollover = run.rollover if run.sheet_open else None
+    if rollover is not None and rollover.header is not None and not rollover.fresh():
         try:
-            tabs.roll_over()
+            rollover.roll_over()
         except SheetFullError as refused:
             exc = refused
         except Exception as other:

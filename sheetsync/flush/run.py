@@ -24,8 +24,9 @@ from sheetsync.flush import header, intents
 from sheetsync.flush.batches import Batch, BatchBuilder
 from sheetsync.flush.outcomes import Outcome, Tally
 from sheetsync.flush.replays import ReplaysInFlight
-from sheetsync.flush.rollover import Tab, Tabs, tab_of
+from sheetsync.flush.rollover import Rollover
 from sheetsync.flush.rows import FormLayout, header_row
+from sheetsync.flush.sheet import ActiveTab, SheetAccess, Tab, tab_of
 from sheetsync.flush.typed import link_zone
 from sheetsync.flush.writer import SheetWriter, fenced, request_deadline
 from sheetsync.keys import BufferKey
@@ -57,8 +58,10 @@ class FlushRun:
         self.key = key
         self.lease = lease
         self.tally = Tally()
+        #: The link's active tab, its writer and its roll-over, once the sheet is open.
+        self._tab: ActiveTab | None = None
         self._writer: SheetWriter | None = None
-        self._tabs: Tabs | None = None
+        self._rollover: Rollover | None = None
         self._batches = BatchBuilder(services.settings, key)
         #: The column layout of the batch being built (its header starts a new tab).
         self._layout: FormLayout | None = None
@@ -75,18 +78,24 @@ class FlushRun:
         return self._writer
 
     @property
-    def tabs(self) -> Tabs:
-        assert self._tabs is not None
-        return self._tabs
+    def tab(self) -> ActiveTab:
+        assert self._tab is not None
+        return self._tab
 
     @property
-    def has_tabs(self) -> bool:
-        return self._tabs is not None
+    def rollover(self) -> Rollover:
+        assert self._rollover is not None
+        return self._rollover
+
+    @property
+    def sheet_open(self) -> bool:
+        """Whether the run opened its sheet (the owner's credential was good)."""
+        return self._tab is not None
 
     @property
     def title_from_cache(self) -> bool:
-        """Whether the sheet's title came from the cache (a 400 may mean it changed)."""
-        return self._writer is not None and self._writer.title_from_cache
+        """Whether the tab's title came from the cache (a 400 may mean it changed)."""
+        return self._tab is not None and self._tab.title_from_cache
 
     # -- the run ---------------------------------------------------------------------
 
@@ -131,8 +140,8 @@ class FlushRun:
         if lease is None:
             raise fenced(self.lease.token)
         self.lease = lease
-        if self._writer is not None:
-            self._writer.client.deadline = request_deadline(
+        if self._tab is not None:
+            self._tab.access.client.deadline = request_deadline(
                 renewing_at, lease, self.services.settings.lease_s
             )
         return lease
@@ -168,9 +177,10 @@ class FlushRun:
                 self._google_account, DEFAULT_SLOT_LEAD_S, waiter=self.key.base
             ),
         )
-        self._writer = SheetWriter(self.services, self.key, client, self.tally, self.renew)
-        self._tabs = Tabs(self.services, self.key, client, self.tally, self.renew, tab)
-        self._writer.tab_gid = self._tabs.tab.gid
+        access = SheetAccess(self.services, self.key, client, self.tally, self.renew)
+        self._tab = ActiveTab(access, tab)
+        self._writer = SheetWriter(self._tab)
+        self._rollover = Rollover(self._tab)
 
     def _resolve_intents(self) -> None:
         """Intents left open by an earlier run: whatever of them is in the sheet is
@@ -190,7 +200,7 @@ class FlushRun:
                     retry_after_s=(intent.deadline_ms + settle_ms - now_ms) / 1000,
                 )
         for intent in pending:
-            title = self._title_of_tab(intent.tab_sheet_id)
+            title = self.tab.title_of(intent.tab_sheet_id)
             column = self._id_column(title, intent.after_row, set(intent.answer_ids))
             in_sheet = {row[0] for row in column if row}
             landed = [answer_id for answer_id in intent.answer_ids if answer_id in in_sheet]
@@ -212,30 +222,20 @@ class FlushRun:
                 intents.resolve(session, intent.id)
         self.trim(0, "-")  # the sheet's end is re-learned from the next append
 
-    def _title_of_tab(self, gid: int | None) -> str:
-        """The title of the tab an intent's append went to (it may not be the active
-        one: the link rolled over since)."""
-        if gid is None or gid == self.writer.tab_gid:
-            return self.writer.title()
-        self.renew()
-        title = self.writer.client.sheet_title(self.key.spread_sheet_id, gid)
-        self.tally.requests.append("spreadsheets.get")
-        return title
-
     def _id_column(self, title: str, after_row: int | None, ids: set[str]) -> list[list[str]]:
         """The id column below ``after_row``; the whole column when that window does not
         hold every id (a person deleted or sorted rows above it)."""
         quoted = quote_title(title)
         if after_row:
             self.renew()
-            window = self.writer.client.read_values(
+            window = self.tab.access.client.read_values(
                 self.key.spread_sheet_id, f"{quoted}!A{after_row + 1}:A"
             )
             self.tally.requests.append("values.get")
             if ids <= {row[0] for row in window if row}:
                 return window
         self.renew()
-        column = self.writer.client.read_values(self.key.spread_sheet_id, f"{quoted}!A:A")
+        column = self.tab.access.client.read_values(self.key.spread_sheet_id, f"{quoted}!A:A")
         self.tally.requests.append("values.get")
         return column
 
@@ -259,8 +259,8 @@ class FlushRun:
         with self.services.sessions() as session:
             links.check(session, self.key)  # removed since the run started: write nothing
             form = self._batches.layout(session)
-        layout = self._layout = header.columns_for_batch(self.writer, form)
-        zone = link_zone(self.services.settings, self.writer.sheet()[1])
+        layout = self._layout = header.columns_for_batch(self.tab, form)
+        zone = link_zone(self.services.settings, self.tab.sheet()[1])
         with self.services.sessions() as session:
             return self._batches.build(session, ids, layout=layout, zone=zone)
 
@@ -312,17 +312,11 @@ class FlushRun:
         oldest one's age (s)."""
         if not batch.rows:
             return self.settle(batch, [], {}, last_row=None, intent_id=None)
-        writer = self.writer
-        title = writer.title()
         batch = batch.cut(self.services.settings.request_bytes_max)
         assert self._layout is not None  # set by next_batch
-        batch = self.tabs.fit(batch, header_row(self._layout, self.services.settings))
-        if writer.tab_gid != self.tabs.tab.gid:  # rolled over
-            writer.tab_gid = self.tabs.tab.gid
-            title = writer.title()
+        batch = self.rollover.fit(batch, header_row(self._layout, self.services.settings))
         cache = self.services.store.sheet_cache(self.key)
-        intent_id, appended = writer.append(
-            title,
+        intent_id, appended = self.writer.append(
             batch.rows,
             batch.appended_ids,
             after_row=cache.last_row,
@@ -356,7 +350,7 @@ class FlushRun:
         with self.services.sessions.begin() as session:
             self.replays.note(session)
             if landed:
-                alert = self.tabs.count(session, len(landed), self._width())
+                alert = self.rollover.count(session, len(landed), self._width())
             ledger.record(
                 session,
                 landed,
@@ -370,7 +364,7 @@ class FlushRun:
             if intent_id is not None:
                 intents.resolve(session, intent_id)
         if alert is not None:
-            self.tabs.alert(alert)
+            self.rollover.alert(alert)
         self.tally.appended += len(landed)
         self.tally.failed += len(failed)
         return self.trim(len(batch.consumed), last_row)
