@@ -11,7 +11,8 @@ from sqlalchemy.orm import Session
 
 from sheetsync.errors import ConfigError, CryptoError, ValidationError
 from sheetsync.flush.hydrate import fetch_answers
-from sheetsync.flush.rows import FormLayout, RowBuilder, load_layout
+from sheetsync.flush.layout import FormLayout, load_layout
+from sheetsync.flush.rows import RowBuilder
 from sheetsync.flush.typed import Cell
 from sheetsync.keys import BufferKey
 from sheetsync.ledger import SETTLED

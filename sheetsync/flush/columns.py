@@ -24,7 +24,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from sheetsync.errors import SheetSyncError
-from sheetsync.flush.rows import FIXED_COLUMNS, Column, FormLayout, question_type
+from sheetsync.flush.layout import FIXED_COLUMNS, FormLayout, FormQuestion, question_type
 from sheetsync.keys import BufferKey
 from sheetsync.models import QuestionType, SheetColumn, SpreadSheet, utcnow
 from sheetsync.settings import Settings
@@ -114,7 +114,7 @@ def sync_with_form(session: Session, link_id: int, layout: FormLayout, settings:
     two runs of one link never both add a column."""
     existing = {row.question_id: row for row in _rows(session, link_id)}
     known = set(existing) | set(FIXED_IDS)
-    if any(c.question_id not in known for c in layout.columns) or not existing:
+    if any(q.question_id not in known for q in layout.questions) or not existing:
         lock(session, link_id)
         existing = {row.question_id: row for row in _rows(session, link_id)}
     fixed = zip(FIXED_IDS, fixed_titles(settings), strict=True)
@@ -122,7 +122,7 @@ def sync_with_form(session: Session, link_id: int, layout: FormLayout, settings:
         (fixed_id, fixed_id[1:].upper(), title, position)
         for position, (fixed_id, title) in enumerate(fixed)
     ]
-    wanted += [(c.question_id, _type_name(c), c.title, None) for c in layout.columns]
+    wanted += [(q.question_id, _type_name(q), q.title, None) for q in layout.questions]
     for question_id, type_name, title, position in wanted:
         row = existing.get(question_id)
         if row is None:
@@ -188,19 +188,19 @@ def pause(session: Session, link_id: int, reason: str) -> None:
 def layout_of(session: Session, link_id: int, form: FormLayout) -> FormLayout:
     """The layout rows are built with: every placed column of the map at its position
     (deleted questions too), typed as the form says now (or as stored, once deleted)."""
-    current = {c.question_id: c for c in form.columns}
-    columns: list[Column] = []
+    current = {q.question_id: q for q in form.questions}
+    questions: list[FormQuestion] = []
     positions: list[int] = []
     for row in _rows(session, link_id):
         if row.position is None or row.question_id.startswith("#"):
             continue
         now = current.get(row.question_id)
-        columns.append(now or Column(row.question_id, row.title, question_type(row.type)))
+        questions.append(now or FormQuestion(row.question_id, row.title, question_type(row.type)))
         positions.append(row.position)
-    mapped = {c.question_id for c in columns}
+    mapped = {q.question_id for q in questions}
     return FormLayout(
         form.submission_id,
-        tuple(columns),
+        tuple(questions),
         form.ignored_question_ids - mapped,
         positions=tuple(positions),
     )
@@ -220,8 +220,8 @@ def _state(row: SheetColumn) -> ColumnState:
     )
 
 
-def _type_name(column: Column) -> str:
-    return column.type.value if isinstance(column.type, QuestionType) else str(column.type)
+def _type_name(question: FormQuestion) -> str:
+    return question.type.value if isinstance(question.type, QuestionType) else str(question.type)
 
 
 # -- matching row 1 ---------------------------------------------------------------------

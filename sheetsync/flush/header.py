@@ -26,7 +26,7 @@ from sheetsync import notify
 from sheetsync.alerts import send_alert_once
 from sheetsync.flush import columns
 from sheetsync.flush.columns import ColumnState, HeaderPlan, LinkPaused
-from sheetsync.flush.rows import FormLayout
+from sheetsync.flush.layout import FormLayout
 from sheetsync.flush.sheet import ActiveTab
 from sheetsync.sheets.client import SheetsClient, quote_title
 

@@ -22,10 +22,11 @@ from sheetsync.buffers.store import Lease
 from sheetsync.errors import CredentialError, HoldForBatch, RateLimited, WaitForIntent
 from sheetsync.flush import header, intents
 from sheetsync.flush.batches import Batch, BatchBuilder
+from sheetsync.flush.layout import FormLayout
 from sheetsync.flush.outcomes import Outcome, Tally
 from sheetsync.flush.replays import ReplaysInFlight
 from sheetsync.flush.rollover import Rollover
-from sheetsync.flush.rows import FormLayout, header_row
+from sheetsync.flush.rows import header_row
 from sheetsync.flush.sheet import ActiveTab, SheetAccess, Tab, tab_of
 from sheetsync.flush.typed import link_zone
 from sheetsync.flush.writer import SheetWriter, fenced, request_deadline

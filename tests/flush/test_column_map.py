@@ -13,7 +13,7 @@ from support.databases import BOTH_DATABASES
 
 from sheetsync.flush import columns
 from sheetsync.flush.columns import ColumnState, column_letters, plan_header
-from sheetsync.flush.rows import load_layout
+from sheetsync.flush.layout import load_layout
 from sheetsync.flush.typed import link_zone, parse_date, parse_number, serial_date_time
 from sheetsync.models import SheetColumn, SpreadSheet
 from sheetsync.settings import Settings
