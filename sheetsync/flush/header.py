@@ -25,9 +25,10 @@ from sqlalchemy.orm import Session
 from sheetsync import notify
 from sheetsync.alerts import send_alert_once
 from sheetsync.flush import columns
-from sheetsync.flush.columns import ColumnState, HeaderPlan, LinkPaused
+from sheetsync.flush.columns import HeaderPlan, LinkPaused
 from sheetsync.flush.layout import FormLayout
 from sheetsync.flush.sheet import ActiveTab
+from sheetsync.models import SheetColumn
 from sheetsync.sheets.client import SheetsClient, quote_title
 
 log = logging.getLogger(__name__)
@@ -51,7 +52,7 @@ def _check_header(active: ActiveTab, link_id: int) -> None:
     title = active.title()
     with services.sessions.begin() as session:
         columns.lock(session, link_id)
-        found = columns.states(session, link_id)
+        found = columns.column_map(session, link_id)
         first_row = _first_row(active, title)
         plan = columns.plan_header(first_row, found)
         if plan.problem is None:
@@ -100,7 +101,7 @@ def _write(
     active: ActiveTab,
     title: str,
     plan: HeaderPlan,
-    found: Sequence[ColumnState],
+    found: Sequence[SheetColumn],
     first_row: Sequence[str],
 ) -> set[str]:
     """Write the plan's titles and the missing number formats into the active tab;
@@ -149,7 +150,7 @@ def write_header(
     """Write link ``link_id``'s whole header, with its number formats, into row 1 of tab
     ``title`` (gid ``gid``): for a new tab that continues the link (a roll-over). Two
     requests, each through the client's rate limiter; both idempotent."""
-    found = [c for c in columns.states(session, link_id) if c.position is not None]
+    found = [c for c in columns.column_map(session, link_id) if c.position is not None]
     cells = {c.position: c.written_title or c.title for c in found if c.position is not None}
     if not cells:
         return
