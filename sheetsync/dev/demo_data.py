@@ -119,10 +119,6 @@ def demo_owners() -> list[DemoOwner]:
     return list(dict.fromkeys(form.owner for form in DEMO_FORMS))
 
 
-def expected_answers() -> int:
-    return sum(form.answers for form in DEMO_FORMS)
-
-
 def expected_rows() -> int:
     """Rows the sheets hold at the end: every answer of an owner who did not revoke
     Google access, once per sheet its form is linked to."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import tzinfo
@@ -59,12 +58,6 @@ class Batch:
     appended_ids: list[str] = field(default_factory=list)
     positions: list[int] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
-
-    def failures_by_reason(self) -> dict[str, list[str]]:
-        grouped: dict[str, list[str]] = defaultdict(list)
-        for answer_id, reason in self.failed.items():
-            grouped[reason].append(answer_id)
-        return dict(grouped)
 
     def cut(self, max_bytes: int) -> Batch:
         """The longest prefix whose request stays under ``max_bytes`` (at least one row).
