@@ -288,16 +288,16 @@ def leg_sheetsync(stack: Stack, total: int) -> tuple[Result, SeededForm, list[st
     form, [link] = stack.form("burst")
     ids = stack.answers(form, total, "burst")
     key = BufferKey(form.owner_id, form.submission_id, *link)
-    with stack.pipeline.sessions.begin() as session:
+    with stack.services.sessions.begin() as session:
         ledger.record(session, ids, key.spread_sheet_id, key.sheet_id, TransactionType.ENQUEUED)
     stack.start_workers(1)
-    store = stack.pipeline.store
+    store = stack.services.store
     # A first flush to another sheet, so that the worker's one-off setup (its Sheets
     # client, first queries) is left out as the alternatives' is (worker_process_init).
     warm_form, [warm_link] = stack.form("warmup")
     warm_ids = stack.answers(warm_form, FLUSH_EVERY, "warmup")
     warm_key = BufferKey(warm_form.owner_id, warm_form.submission_id, *warm_link)
-    with stack.pipeline.sessions.begin() as session:
+    with stack.services.sessions.begin() as session:
         ledger.record(session, warm_ids, *warm_link, TransactionType.ENQUEUED)
     push(store, [(warm_key, "sheetsync_priority")], warm_ids)
     wait_for(lambda: stack.rows(warm_link) == len(warm_ids), timeout=60, interval=0.2)

@@ -61,12 +61,12 @@ def configure(database_url: str, redis_url: str) -> None:
         }
     )
     from sheetsync.crypto import reset_keyring
-    from sheetsync.pipeline import reset_pipeline
+    from sheetsync.services import reset_services
     from sheetsync.settings import reset_settings
 
     reset_settings()
     reset_keyring()
-    reset_pipeline()
+    reset_services()
     redis.Redis.from_url(redis_url).flushdb()
 
 

@@ -53,7 +53,7 @@ RUN_ENDED = re.compile(rb"Task sheetsync\.flush\.run\[[^\]]+\] succeeded in [\d.
 
 
 def completed(stack: Stack) -> int:
-    with stack.pipeline.sessions() as session:
+    with stack.services.sessions() as session:
         return int(
             session.scalar(
                 select(func.count()).where(SheetTransaction.type == TransactionType.COMPLETED)
@@ -78,11 +78,11 @@ def bench_rate(stack: Stack, total: int = 10_000, per_second: float = 300.0) -> 
         started = time.perf_counter()
         if label == "pushed at once":
             key = BufferKey(form.owner_id, form.submission_id, *link)
-            with stack.pipeline.sessions.begin() as session:
+            with stack.services.sessions.begin() as session:
                 ledger.record(
                     session, ids, key.spread_sheet_id, key.sheet_id, TransactionType.ENQUEUED
                 )
-            push(stack.pipeline.store, [(key, "sheetsync_priority")], ids)
+            push(stack.services.store, [(key, "sheetsync_priority")], ids)
         else:
             for n, answer_id in enumerate(ids):
                 emit_answer_submitted(answer_id)  # the web app's call, one per request
@@ -107,14 +107,14 @@ def bench_end_to_end(stack: Stack, answers: int = 100_000, sheets: int = 20) -> 
         form, [link] = stack.form(f"e2e{n}")
         ids = stack.answers(form, per_sheet, f"e{n}")
         key = BufferKey(form.owner_id, form.submission_id, *link)
-        with stack.pipeline.sessions.begin() as session:
+        with stack.services.sessions.begin() as session:
             ledger.record(session, ids, key.spread_sheet_id, key.sheet_id, TransactionType.ENQUEUED)
         targets.append((key, ids))
     stack.start_workers(2, concurrency=2)
     samples: list[tuple[float, int]] = []
     started = time.perf_counter()
     for key, ids in targets:
-        push(stack.pipeline.store, [(key, "sheetsync_priority")], ids)
+        push(stack.services.store, [(key, "sheetsync_priority")], ids)
 
     def sample() -> bool:
         samples.append((time.perf_counter() - started, completed(stack)))
@@ -166,7 +166,7 @@ def bench_herd(stack: Stack, buffers: int = 30, per_buffer: int = 300) -> None:
         for n, (form, sheet) in enumerate(links):
             ids = stack.answers(form, per_buffer, f"h{phase[0]}{n}")
             key = BufferKey(form.owner_id, form.submission_id, *sheet)
-            with stack.pipeline.sessions.begin() as session:
+            with stack.services.sessions.begin() as session:
                 ledger.record(
                     session, ids, key.spread_sheet_id, key.sheet_id, TransactionType.ENQUEUED
                 )
@@ -176,7 +176,7 @@ def bench_herd(stack: Stack, buffers: int = 30, per_buffer: int = 300) -> None:
         stack.admin.reset_stats()
         runs_before, endings_before = _runs(stack), _endings(stack)
         for key, ids in targets:
-            push(stack.pipeline.store, [(key, "sheetsync_priority")], ids)
+            push(stack.services.store, [(key, "sheetsync_priority")], ids)
         wait_for(lambda goal=goal: completed(stack) == goal, timeout=600, interval=0.2)
         stats = stack.admin.stats(times=True)
         runs = _runs(stack) - runs_before

@@ -77,12 +77,12 @@ class Stack:
         self.env.update({f"SHEETSYNC_{k.upper()}": str(v) for k, v in settings.items()})
         os.environ.update(self.env)
         from sheetsync.crypto import reset_keyring
-        from sheetsync.pipeline import reset_pipeline
+        from sheetsync.services import reset_services
         from sheetsync.settings import reset_settings
 
         reset_settings()
         reset_keyring()
-        reset_pipeline()
+        reset_services()
         from sheetsync.celery.application import reconfigure
 
         reconfigure()
@@ -98,10 +98,10 @@ class Stack:
         )
 
     @property
-    def pipeline(self) -> Any:
-        from sheetsync.pipeline import get_pipeline
+    def services(self) -> Any:
+        from sheetsync.services import get_services
 
-        return get_pipeline()
+        return get_services()
 
     def start_workers(self, count: int, concurrency: int = 1) -> None:
         for n in range(count):
@@ -124,7 +124,7 @@ class Stack:
 
     def form(self, owner: str, sheets: int = 1) -> tuple[SeededForm, list[tuple[str, int]]]:
         self.admin.add_account(f"google-{owner}", f"refresh-{owner}")
-        with self.pipeline.sessions.begin() as session:
+        with self.services.sessions.begin() as session:
             form = seed_form(session, owner_id=owner)
         links = []
         for n in range(sheets):
@@ -132,12 +132,12 @@ class Stack:
                 f"google-{owner}", f"Bench {n}", ["Responses"]
             )
             links.append((spreadsheet_id, gids["Responses"]))
-            with self.pipeline.sessions.begin() as session:
+            with self.services.sessions.begin() as session:
                 link_sheet(session, form, spreadsheet_id, gids["Responses"])
         return form, links
 
     def answers(self, form: SeededForm, n: int, prefix: str) -> list[str]:
-        with self.pipeline.sessions.begin() as session:
+        with self.services.sessions.begin() as session:
             return seed_answers(session, form, n, prefix=prefix)
 
     def rows(self, link: tuple[str, int]) -> int:
@@ -168,8 +168,8 @@ def bench_emit(stack: Stack, rounds: int = 3000) -> None:
     three = [
         (BufferKey(form.owner_id, form.submission_id, *link), "sheetsync_default") for link in links
     ]
-    client = stack.pipeline.redis
-    push(stack.pipeline.store, three, ["warmup"])  # the jobs exist: later pushes just join
+    client = stack.services.redis
+    push(stack.services.store, three, ["warmup"])  # the jobs exist: later pushes just join
     samples: dict[str, list[int]] = {"rpush": [], "one": [], "three": []}
     clock = time.perf_counter_ns
     for n in range(rounds):
@@ -178,10 +178,10 @@ def bench_emit(stack: Stack, rounds: int = 3000) -> None:
         client.rpush("bench:bare", answer_id)
         samples["rpush"].append(clock() - start)
         start = clock()
-        push(stack.pipeline.store, one, [answer_id])
+        push(stack.services.store, one, [answer_id])
         samples["one"].append(clock() - start)
         start = clock()
-        push(stack.pipeline.store, three, [answer_id])
+        push(stack.services.store, three, [answer_id])
         samples["three"].append(clock() - start)
     rpush = median_us(samples["rpush"])
     print(f"emit push, Redis round trip (median of {rounds}, interleaved):")
@@ -257,12 +257,12 @@ def bench_burst(stack: Stack, total: int = 10_000) -> None:
     form, [link] = stack.form("burst")
     ids = stack.answers(form, total, "burst")
     key = BufferKey(form.owner_id, form.submission_id, *link)
-    with stack.pipeline.sessions.begin() as session:
+    with stack.services.sessions.begin() as session:
         ledger.record(session, ids, key.spread_sheet_id, key.sheet_id, TransactionType.ENQUEUED)
     stack.admin.reset_stats()
     started = time.perf_counter()
     for answer_id in ids:  # the emit's push, one call per answer, as the web app makes it
-        push(stack.pipeline.store, [(key, "sheetsync_priority")], [answer_id])
+        push(stack.services.store, [(key, "sheetsync_priority")], [answer_id])
     pushed = time.perf_counter() - started
     wait_for(lambda: _appends(stack) and stack.rows(link) == total, timeout=120, interval=0.2)
     elapsed = time.perf_counter() - started
@@ -295,7 +295,7 @@ def bench_backlog(stack: Stack, answers: int = 50_000, sheets: int = 10) -> None
         form, [link] = stack.form("backlog") if n == 0 else another_form(stack, "backlog")
         ids = stack.answers(form, per_sheet, f"b{n}")
         key = BufferKey(form.owner_id, form.submission_id, *link)
-        with stack.pipeline.sessions.begin() as session:
+        with stack.services.sessions.begin() as session:
             ledger.record(session, ids, key.spread_sheet_id, key.sheet_id, TransactionType.ENQUEUED)
         targets.append((key, ids, link))
     stack.admin.set_quotas(
@@ -307,7 +307,7 @@ def bench_backlog(stack: Stack, answers: int = 50_000, sheets: int = 10) -> None
     )
     stack.admin.reset_stats()
     for key, ids, _ in targets:
-        push(stack.pipeline.store, [(key, "sheetsync_priority")], ids)
+        push(stack.services.store, [(key, "sheetsync_priority")], ids)
     stack.start_workers(2, concurrency=2)
     appends = sheets * -(-per_sheet // 500)
     # Watch the emulator's counters: reading whole sheets while it serves would slow it.
@@ -340,10 +340,10 @@ def _appends(stack: Stack) -> int:
 
 
 def another_form(stack: Stack, owner: str) -> tuple[SeededForm, list[tuple[str, int]]]:
-    with stack.pipeline.sessions.begin() as session:
+    with stack.services.sessions.begin() as session:
         form = seed_form(session, owner_id=owner)
     spreadsheet_id, gids = stack.admin.create_spreadsheet(f"google-{owner}", "B", ["Responses"])
-    with stack.pipeline.sessions.begin() as session:
+    with stack.services.sessions.begin() as session:
         link_sheet(session, form, spreadsheet_id, gids["Responses"])
     return form, [(spreadsheet_id, gids["Responses"])]
 

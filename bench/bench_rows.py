@@ -44,7 +44,8 @@ from sheetsync.db import make_engine, normalize_url, session_factory, upgrade
 from sheetsync.dev.seed import SeededForm, link_sheet, seed_answers, seed_form
 from sheetsync.flush import intents
 from sheetsync.flush.hydrate import fetch_answers, gc_paused
-from sheetsync.flush.rows import RowBuilder, load_layout
+from sheetsync.flush.layout import load_layout
+from sheetsync.flush.rows import RowBuilder
 from sheetsync.keys import BufferKey
 from sheetsync.models import QuestionType, TransactionType
 from sheetsync.settings import Settings

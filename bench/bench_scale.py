@@ -66,12 +66,12 @@ def configure(database_url: str, redis_url: str) -> None:
         }
     )
     from sheetsync.crypto import reset_keyring
-    from sheetsync.pipeline import reset_pipeline
+    from sheetsync.services import reset_services
     from sheetsync.settings import reset_settings
 
     reset_settings()
     reset_keyring()
-    reset_pipeline()
+    reset_services()
     from sheetsync.celery.application import reconfigure
 
     reconfigure()
@@ -86,11 +86,11 @@ def redis_usec(client: redis.Redis) -> int:
 
 
 def bench_sweep(buffers: int, passes: int = 20) -> None:
-    from sheetsync.pipeline import get_pipeline
     from sheetsync.recovery import repair
+    from sheetsync.services import get_services
 
-    pipeline = get_pipeline()
-    store = pipeline.store
+    services = get_services()
+    store = services.store
     keys = [BufferKey(f"owner{n % 97}", f"form{n}", f"sheet{n}", 0) for n in range(buffers)]
     started = time.perf_counter()
     for start in range(0, buffers, TARGETS_PER_CALL):
@@ -98,11 +98,11 @@ def bench_sweep(buffers: int, passes: int = 20) -> None:
         store.push([(key, QUEUE) for key in chunk], ["a1"])
     made = time.perf_counter() - started
     print(f"sweeper: {buffers:,} buffers with a job, none due (made in {made:.1f} s)")
-    repair.sweep(pipeline)  # fills the due index once (an upgrade), then scores it
+    repair.sweep(services)  # fills the due index once (an upgrade), then scores it
     indexed, every = [], []
     for _ in range(passes):
         start = time.perf_counter()
-        sent = repair.sweep(pipeline)
+        sent = repair.sweep(services)
         indexed.append(time.perf_counter() - start)
         assert not sent, sent
     for _ in range(3):
@@ -115,35 +115,35 @@ def bench_sweep(buffers: int, passes: int = 20) -> None:
         f"every buffer read: {slow:.0f} ms median of 3 (the baseline), {slow / fast:,.0f}x"
     )
     overdue = random.Random(3).sample(keys, 1000)
-    client = pipeline.redis
+    client = services.redis
     for key in overdue:  # a job whose countdown ended long ago, as after a lost message
         client.hset(key.job, "due_at", 1)
     client.zadd(DUE_INDEX, {key.base: 1 for key in overdue})
     start = time.perf_counter()
-    sent = repair.sweep(pipeline)
+    sent = repair.sweep(services)
     elapsed = (time.perf_counter() - start) * 1000
     print(f"  1,000 of them overdue: the pass re-sends {len(sent):,} tasks in {elapsed:.0f} ms")
 
 
 def bench_reconcile(rows: int, links: int, database_url: str) -> None:
-    from sheetsync.pipeline import get_pipeline
     from sheetsync.recovery import repair
+    from sheetsync.services import get_services
 
-    pipeline = get_pipeline()
-    client = pipeline.redis
+    services = get_services()
+    client = services.redis
     per_link = rows // links
     old = utcnow() - timedelta(hours=1)
     keys = []
     started = time.perf_counter()
     for n in range(links):
-        with pipeline.sessions.begin() as session:
+        with services.sessions.begin() as session:
             form = seed_form(session, owner_id=f"owner{n % 10}")
             link_sheet(session, form, f"spreadsheet{n}", 0)
         key = BufferKey(form.owner_id, form.submission_id, f"spreadsheet{n}", 0)
         ids = [f"r{n}_{m}" for m in range(per_link)]
         for start in range(0, per_link, ROWS_PER_INSERT):
             chunk = ids[start : start + ROWS_PER_INSERT]
-            with pipeline.sessions.begin() as session:
+            with services.sessions.begin() as session:
                 session.execute(
                     insert(SubmissionAnswer.__table__),
                     [{"id": i, "submission_id": form.submission_id, "answer": []} for i in chunk],
@@ -161,7 +161,7 @@ def bench_reconcile(rows: int, links: int, database_url: str) -> None:
                         for i in chunk
                     ],
                 )
-        pipeline.store.push([(key, QUEUE)], ids)
+        services.store.push([(key, QUEUE)], ids)
         keys.append((key, ids))
     made = time.perf_counter() - started
     print(f"reconciler: {rows:,} old ENQUEUED rows over {links} buffers (made in {made:.0f} s)")
@@ -171,7 +171,7 @@ def bench_reconcile(rows: int, links: int, database_url: str) -> None:
             client.ltrim(key.buf, 0, -lose - 1)
         client.config_resetstat()
         start = time.perf_counter()
-        report = repair.reconcile(pipeline)
+        report = repair.reconcile(services)
         wall = time.perf_counter() - start
         redis_s = redis_usec(client) / 1e6
         print(

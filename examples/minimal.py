@@ -40,8 +40,8 @@ from sheetsync.models import (
     User,
 )
 from sheetsync.ops import heartbeats
-from sheetsync.ops.text import mask_url
 from sheetsync.settings import get_settings
+from sheetsync.text import mask_url
 
 #: Covers the debounce (SHEETSYNC_FLUSH_DELAY_S, 10 s by default) and a worker's start.
 TIMEOUT_S = float(os.environ.get("EXAMPLE_TIMEOUT_S", "60"))

@@ -27,8 +27,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import NullPool
 
 from sheetsync.errors import ConfigError
-from sheetsync.ops.text import mask_url
 from sheetsync.settings import get_settings
+from sheetsync.text import mask_url
 
 if TYPE_CHECKING:
     from alembic.config import Config

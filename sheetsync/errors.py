@@ -1,7 +1,7 @@
 """Every error sheetsync raises, under one root: :class:`SheetSyncError`.
 
 Messages never carry personal info: they name answers, questions and sheets by id, and
-never quote Google's error text (see :func:`sheetsync.sheets.client.translate_error`).
+never quote Google's error text (see :func:`sheetsync.sheets.google_errors.translate_error`).
 Every error pickles (Celery ships exceptions between processes), so subclasses keep
 their extra fields as keyword arguments that :meth:`SheetSyncError.__reduce__` restores.
 """

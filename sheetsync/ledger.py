@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import typing
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -147,46 +146,6 @@ def _upsert(dialect: str) -> Any:
         },
         where=SheetTransaction.type != TransactionType.COMPLETED.value,
     )
-
-
-def claim_for_emit(
-    session: Session,
-    answer_id: str,
-    entries: Sequence[tuple[str, int, TransactionType, str | None]],
-) -> set[tuple[str, int]]:
-    """Record one answer's state for several sheets, but only where it was never
-    emitted (no row, or INIT / VALIDATION_FAILED): one statement. Returns the
-    (spreadsheet, gid) pairs it recorded; the others were emitted already."""
-    if not entries:
-        return set()
-    now = utcnow()
-    rows = [
-        _row(answer_id, spread_sheet_id, sheet_id, state, error, now)
-        for spread_sheet_id, sheet_id, state, error in entries
-    ]
-    dialect = session.get_bind().dialect.name
-    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    statement = insert(SheetTransaction).values(rows)
-    table = SheetTransaction.__table__
-    claiming = statement.on_conflict_do_update(
-        index_elements=["submission_answer_id", "spread_sheet_id", "sheet_id"],
-        set_={
-            "type": statement.excluded.type,
-            "error_message": statement.excluded.error_message,
-            "updated_at": statement.excluded.updated_at,
-        },
-        where=table.c.type.in_(EMITTABLE),
-    ).returning(table.c.spread_sheet_id, table.c.sheet_id)
-    recorded = {
-        (spread_sheet_id, int(sheet_id)) for spread_sheet_id, sheet_id in session.execute(claiming)
-    }
-    written = Counter(
-        state.value for spread_sheet_id, sheet_id, state, _ in entries
-        if (spread_sheet_id, sheet_id) in recorded
-    )  # fmt: skip
-    for state_name, count in written.items():
-        events.count(LEDGER_TRANSITIONS, count, to=state_name)
-    return recorded
 
 
 #: What a refused link records (the emit knows the link's id and owner from its routes).

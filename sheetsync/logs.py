@@ -32,7 +32,6 @@ FIELDS = (
     "port",
 )
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-FORMATS = ("text", "json")
 
 
 class JsonFormatter(logging.Formatter):

@@ -39,7 +39,6 @@ from sqlalchemy import (
     TypeDecorator,
     UniqueConstraint,
 )
-from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 #: Longest id the pipeline accepts (``[A-Za-z0-9_-]{1,128}``, see :mod:`sheetsync.keys`).
@@ -90,8 +89,6 @@ class UtcDateTime(TypeDecorator[datetime]):
         return value.astimezone(UTC)
 
 
-#: JSONB on PostgreSQL (indexable, compact), plain JSON text elsewhere.
-JsonType = JSON().with_variant(JSONB(), "postgresql")
 #: JSON text on every backend (``json``, not ``jsonb``, on PostgreSQL): for data read
 #: in bulk and never queried into. The server hands it out as stored, where ``jsonb``
 #: must be converted back to text for every row read (about a fifth of hydrating a

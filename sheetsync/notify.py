@@ -77,7 +77,6 @@ MESSAGES = {
     LINK_PAUSED: "A linked sheet is paused: its first row no longer matches the form's columns",
     DEAD_LETTERS_REPLAYED: "Answers that waited are being written to your sheet again",
 }
-TOPICS = frozenset(MESSAGES)
 
 
 class HookError(SheetSyncError):

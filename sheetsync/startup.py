@@ -30,8 +30,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
 from sheetsync.errors import ConfigError
-from sheetsync.ops.text import mask_url
 from sheetsync.settings import Settings, get_settings, reset_settings
+from sheetsync.text import mask_url
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection

@@ -65,7 +65,7 @@ from sheetsync.dev.emulator import EmulatorServer
 from sheetsync.dev.emulator.admin import EmulatorAdmin
 from sheetsync.dispatch import QUEUES
 from sheetsync.models import Base
-from sheetsync.pipeline import Pipeline, get_pipeline, reset_pipeline
+from sheetsync.services import Services, get_services, reset_services
 from sheetsync.settings import reset_settings
 
 POSTGRES_URL_VARIABLE = "SHEETSYNC_TEST_POSTGRES_URL"
@@ -257,7 +257,7 @@ def pipeline_env(
             monkeypatch.setenv(name, value)
         reset_settings()
         reset_keyring()
-        reset_pipeline()
+        reset_services()
         from sheetsync.celery.application import reconfigure
 
         reconfigure()
@@ -265,12 +265,12 @@ def pipeline_env(
 
     configure()
     yield configure
-    reset_pipeline()
+    reset_services()
 
 
 @pytest.fixture
-def pipeline(pipeline_env: Callable[..., dict[str, str]]) -> Pipeline:
-    return get_pipeline()
+def pipeline(pipeline_env: Callable[..., dict[str, str]]) -> Services:
+    return get_services()
 
 
 @pytest.fixture
@@ -305,7 +305,7 @@ def worker_processes(
 
 
 @pytest.fixture
-def world(pipeline: Pipeline, admin: EmulatorAdmin) -> World:
+def world(pipeline: Services, admin: EmulatorAdmin) -> World:
     return World(pipeline, admin)
 
 

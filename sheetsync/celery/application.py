@@ -25,7 +25,7 @@ from celery.signals import (
 from sheetsync import logs, startup
 from sheetsync.celery.config import config_for
 from sheetsync.errors import ConfigError
-from sheetsync.pipeline import reset_pipeline
+from sheetsync.services import reset_services
 from sheetsync.settings import Settings, get_settings
 
 #: The module that defines the tasks; workers import it at start.
@@ -100,9 +100,9 @@ def _prefork_pool_with_fix(sender: Any = None, **_: Any) -> None:
 @worker_ready.connect
 def _warn_if_redis_may_evict(**_: Any) -> None:
     from sheetsync import redis_urls
-    from sheetsync.pipeline import get_pipeline
+    from sheetsync.services import get_services
 
-    warning = redis_urls.eviction_warning(get_pipeline().redis)
+    warning = redis_urls.eviction_warning(get_services().redis)
     if warning:
         logging.getLogger(__name__).warning("%s", warning)
 
@@ -119,7 +119,7 @@ def _log_format(logger: logging.Logger | None = None, **_: Any) -> None:
 @worker_process_init.connect
 def _after_fork(**_: Any) -> None:
     # Connections opened by the parent must not be shared with forked children.
-    reset_pipeline()
+    reset_services()
 
 
 # Heartbeats for `sheetsync status` and `sheetsync health`: signal handlers only.

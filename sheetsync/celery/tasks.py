@@ -11,19 +11,19 @@ from sheetsync.buffers.push import send_tasks
 from sheetsync.celery.application import app
 from sheetsync.celery.dispatcher import checked_countdown
 from sheetsync.errors import ConfigError
-from sheetsync.flush.run import flush
-from sheetsync.pipeline import get_pipeline
+from sheetsync.flush.entry import flush
 from sheetsync.recovery import repair
+from sheetsync.services import get_services
 from sheetsync.settings import get_settings
 
 
 @app.task(bind=True, name="sheetsync.flush.run", max_retries=None)
 def flush_buffer(self: Task, token: str) -> str:
     """Flush one buffer. The task id is the token (never reused)."""
-    pipeline = get_pipeline()
-    outcome = flush(pipeline, token)
+    services = get_services()
+    outcome = flush(services, token)
     if outcome.next is not None:
-        send_tasks(pipeline.store, [outcome.next])
+        send_tasks(services.store, [outcome.next])
     if outcome.status == "retry":
         assert outcome.retry_in_s is not None
         raise self.retry(
@@ -34,26 +34,26 @@ def flush_buffer(self: Task, token: str) -> str:
 
 @app.task(name="sheetsync.sweep")
 def sweep() -> int:
-    return len(repair.sweep(get_pipeline()))
+    return len(repair.sweep(get_services()))
 
 
 @app.task(name="sheetsync.reconcile")
 def reconcile() -> int:
-    return repair.reconcile(get_pipeline()).answers
+    return repair.reconcile(get_services()).answers
 
 
 @app.task(name="sheetsync.dispatch_dead_letters")
 def dispatch_dead_letters() -> int:
     from sheetsync.recovery import replay
 
-    return replay.dispatch_due(get_pipeline())
+    return replay.dispatch_due(get_services())
 
 
 @app.task(name="sheetsync.replay_dead_letter")
 def replay_dead_letter(dead_letter_id: int) -> str:
     from sheetsync.recovery import replay
 
-    return replay.replay(get_pipeline(), dead_letter_id).summary
+    return replay.replay(get_services(), dead_letter_id).summary
 
 
 @app.task(bind=True, name="sheetsync.notify_owner", max_retries=None)
@@ -69,7 +69,7 @@ def notify_owner(self: Task, notification: dict[str, Any]) -> str:
     except (notify.HookError, ConfigError, SoftTimeLimitExceeded) as exc:
         tries = self.request.retries + 1
         if tries >= settings.owner_hook_tries:
-            notify.delivery_failed(get_pipeline().redis, found)
+            notify.delivery_failed(get_services().redis, found)
             return f"{found.topic} for {found.owner}: {tries} tries failed"
         delay = notify.retry_delay_s(tries, settings)
         raise self.retry(countdown=checked_countdown(delay), exc=exc) from None

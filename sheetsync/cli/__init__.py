@@ -31,8 +31,9 @@ from sheetsync.cli.output import (
     USAGE_ERRORS,
     error_line,
 )
-from sheetsync.cli.runtime import TRACEBACK_VARIABLE, describe, first_line
+from sheetsync.cli.runtime import TRACEBACK_VARIABLE
 from sheetsync.cli.status import status
+from sheetsync.ops.explain import describe, first_line
 
 __all__ = ["app", "main"]
 

@@ -12,8 +12,8 @@ import typer
 
 from sheetsync.cli.helpformat import HelpCommand, new_app
 from sheetsync.cli.output import counted, hint, out
-from sheetsync.cli.runtime import load_settings, open_database, open_pipeline, require_database
-from sheetsync.ops.text import mask_url
+from sheetsync.cli.runtime import load_settings, open_database, open_services, require_database
+from sheetsync.text import mask_url
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -54,8 +54,8 @@ def credentials_reconnect(
     """
     from sheetsync.recovery.replay import credential_reconnected
 
-    with open_pipeline() as pipeline:
-        due = credential_reconnected(user_id, pipeline=pipeline)
+    with open_services() as services:
+        due = credential_reconnected(user_id, services=services)
     verb = "is" if len(due) == 1 else "are"
     out.print(
         f"credential of {user_id} is VALID; {counted(len(due), 'dead letter')} {verb} due now",

@@ -11,7 +11,7 @@ from rich.progress import (
 )
 
 from sheetsync.cli.output import counted, hint, out, print_json, progress_bar
-from sheetsync.cli.runtime import open_pipeline
+from sheetsync.cli.runtime import open_services
 
 #: Formats ``--since`` accepts (a naive time is UTC).
 SINCE_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M:%S%z"]
@@ -63,13 +63,13 @@ def backfill(
             bar.update(tasks["sent"], completed=progress.drained, total=progress.sent)
 
     try:
-        with open_pipeline() as pipeline:
+        with open_services() as services:
             result = run_backfill(
                 form,
                 link_id=link,
                 since=since,
                 wait=not no_wait,
-                pipeline=pipeline,
+                services=services,
                 on_progress=show,
             )
     finally:

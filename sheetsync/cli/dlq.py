@@ -24,8 +24,8 @@ from sheetsync.cli.output import (
     usage_error,
     with_ids,
 )
-from sheetsync.cli.runtime import open_database, open_pipeline
-from sheetsync.ops.text import clip, relative, short_time
+from sheetsync.cli.runtime import open_database, open_services
+from sheetsync.text import clip, relative, short_time
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker
@@ -90,10 +90,10 @@ def list_entries(
     """
     status = _choice(ctx, "--status", STATUSES, status_name)
     reason = _choice(ctx, "--reason", REASONS, reason_name)
-    from sheetsync.cli import dlq_store
+    from sheetsync.ops import deadletters as ops_deadletters
 
     with open_database() as sessions:
-        page = dlq_store.list_entries(
+        page = ops_deadletters.list_entries(
             sessions, user_id=user, status=status, reason=reason, limit=limit
         )
     if as_json:
@@ -149,10 +149,10 @@ def show(
     as_json: JsonFlag = False,
 ) -> None:
     """Show one dead letter in full, its answer ids included."""
-    from sheetsync.cli import dlq_store
+    from sheetsync.ops import deadletters as ops_deadletters
 
     with open_database() as sessions:
-        details = dlq_store.get_entry(sessions, entry_id)
+        details = ops_deadletters.get_entry(sessions, entry_id)
     if details is None:
         fail(f"dead letter {entry_id} does not exist")
     if as_json:
@@ -208,25 +208,25 @@ def replay(
         usage_error(ctx, "give only one of: dead-letter IDs, --user USER, --all")
     from sheetsync.cli.replaying import replay_here, send_to_workers
 
-    with open_pipeline() as pipeline:
+    with open_services() as services:
         if ids:
-            require_existing(pipeline.sessions, ids)
+            require_existing(services.sessions, ids)
         if now:
-            unfinished, total = replay_here(pipeline, ids=ids or None, user_id=user)
+            unfinished, total = replay_here(services, ids=ids or None, user_id=user)
             if unfinished:
                 fail(
                     f"{counted(total, 'dead letter')} replayed, {len(unfinished)} did not "
                     f"finish {id_note(unfinished)}: see the summary above"
                 )
         else:
-            send_to_workers(pipeline, ids=ids or None, user_id=user)
+            send_to_workers(services, ids=ids or None, user_id=user)
 
 
 def require_existing(sessions: sessionmaker[Session], ids: Sequence[int]) -> None:
     """End the command with one line when an id names no dead letter."""
-    from sheetsync.cli import dlq_store
+    from sheetsync.ops import deadletters as ops_deadletters
 
-    missing = [str(entry_id) for entry_id in dlq_store.missing_ids(sessions, ids)]
+    missing = [str(entry_id) for entry_id in ops_deadletters.missing_ids(sessions, ids)]
     if len(missing) == 1:
         fail(f"dead letter {missing[0]} does not exist")
     if missing:
@@ -253,7 +253,7 @@ def purge(
             fail(f"purging drops {chosen} for good: add --yes to confirm")
         if not typer.confirm(question, err=True):
             fail("purge cancelled")
-    from sheetsync.recovery import deadletters
+    from sheetsync import deadletters
 
     with open_database() as sessions:
         require_existing(sessions, ids)

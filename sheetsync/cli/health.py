@@ -14,7 +14,7 @@ import typer
 
 from sheetsync.cli.output import fail, out
 from sheetsync.cli.runtime import load_settings
-from sheetsync.ops.text import duration
+from sheetsync.text import duration
 
 if TYPE_CHECKING:
     import redis

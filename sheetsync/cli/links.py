@@ -14,8 +14,8 @@ import typer
 
 from sheetsync.cli.helpformat import HelpCommand, new_app
 from sheetsync.cli.output import counted, heading, hint, out, print_json, table
-from sheetsync.cli.runtime import open_pipeline
-from sheetsync.ops.text import clip, short_time
+from sheetsync.cli.runtime import open_services
+from sheetsync.text import clip, short_time
 
 app = new_app("Links: which form sends its answers to which sheet.")
 
@@ -31,8 +31,8 @@ def list_links(
     """List links: form, spreadsheet, gid, owner, columns mapped, and why one is paused."""
     from sheetsync.ops import links
 
-    with open_pipeline() as pipeline:
-        rows = links.list_links(pipeline, paused_only=paused)
+    with open_services() as services:
+        rows = links.list_links(services, paused_only=paused)
     if as_json:
         print_json({"links": [dataclasses.asdict(row) for row in rows]})
         return
@@ -60,8 +60,8 @@ def resume(
     answers that waited (a PAUSED dead letter) are due now."""
     from sheetsync.ops import links
 
-    with open_pipeline() as pipeline:
-        resumed = links.resume(pipeline, link_id)
+    with open_services() as services:
+        resumed = links.resume(services, link_id)
     if as_json:
         print_json(dataclasses.asdict(resumed))
         return

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from sheetsync.cli.output import fail, out
-from sheetsync.cli.runtime import open_pipeline
+from sheetsync.cli.runtime import open_services
 
 log = logging.getLogger(__name__)
 
@@ -29,16 +29,16 @@ def metrics(
     limiter and credentials, plus the counters the workers record. docs/RUNBOOK.md
     says what to do when an alert fires.
     """
-    from sheetsync.metrics.server import serve
+    from sheetsync.exporter.server import serve
     from sheetsync.startup import check_process
 
     check_process("exporter")  # its database, with the schema at this version's revision
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
-    with open_pipeline() as pipeline:
+    with open_services() as services:
         try:
-            server, thread = serve(pipeline, host, port)
+            server, thread = serve(services, host, port)
         except OSError as exc:
             fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
         bound = server.server_address[1]

@@ -28,7 +28,7 @@ from rich.style import StyleType
 from rich.table import Table
 from rich.text import Text
 
-from sheetsync.ops.text import iso, printable
+from sheetsync.text import iso, printable
 
 #: Exit codes: 0 ok, 1 error, 2 usage.
 EXIT_OK = 0

@@ -18,26 +18,25 @@ from rich.progress import (
     Progress,
 )
 
-from sheetsync import ledger
+from sheetsync import deadletters, ledger
 from sheetsync.cli.output import counted, hint, id_note, out, progress_bar, table, with_ids
 from sheetsync.flush.outcomes import Tally
 from sheetsync.models import DeadLetter, DeadLetterStatus, TransactionType
 from sheetsync.ops import replays
-from sheetsync.pipeline import Pipeline
-from sheetsync.recovery import deadletters
 from sheetsync.recovery.replay import flush_here
 from sheetsync.recovery.replay import replay as replay_entry
+from sheetsync.services import Services
 
 
 def send_to_workers(
-    pipeline: Pipeline, *, ids: Sequence[int] | None, user_id: str | None
+    services: Services, *, ids: Sequence[int] | None, user_id: str | None
 ) -> list[int]:
     """Claim the chosen entries and send one replay task each. Returns the ids sent."""
     from sheetsync.dispatch import get_dispatcher
 
     get_dispatcher()  # before anything is said: without a Celery app nobody can send
-    chosen = _candidates(pipeline, ids=ids, user_id=user_id)
-    result = replays.send_to_workers(pipeline, chosen)
+    chosen = _candidates(services, ids=ids, user_id=user_id)
+    result = replays.send_to_workers(services, chosen)
     _report_taken(result.taken)
     if not result.sent:
         return []
@@ -49,26 +48,26 @@ def send_to_workers(
 
 
 def replay_here(
-    pipeline: Pipeline, *, ids: Sequence[int] | None, user_id: str | None
+    services: Services, *, ids: Sequence[int] | None, user_id: str | None
 ) -> tuple[list[int], int]:
     """Replay the chosen entries in this process, one by one, with a progress bar.
 
     Returns (the ids of entries that did not end DONE, how many entries were replayed).
     """
-    candidates = _candidates(pipeline, ids=ids, user_id=user_id).ids
+    candidates = _candidates(services, ids=ids, user_id=user_id).ids
     if not candidates:
         return [], 0
     outcomes: list[Outcome] = []
     taken: list[int] = []
     with progress_bar() as progress:
         for entry_id in candidates:
-            if not _claim(pipeline, [entry_id], include_failed=ids is not None):
+            if not _claim(services, [entry_id], include_failed=ids is not None):
                 taken.append(entry_id)
                 continue
             try:
-                outcomes.append(_replay_one(pipeline, progress, entry_id))
+                outcomes.append(_replay_one(services, progress, entry_id))
             except BaseException:
-                release(pipeline, [entry_id])
+                release(services, [entry_id])
                 raise
     _report_taken(taken)
     if not outcomes:
@@ -97,26 +96,26 @@ class Outcome:
     summary: str
 
 
-def _replay_one(pipeline: Pipeline, progress: Progress, entry_id: int) -> Outcome:
+def _replay_one(services: Services, progress: Progress, entry_id: int) -> Outcome:
     """Hand the entry's ids back to their buffer (as the replay task does), then flush
     that buffer here until every one of them is settled."""
     label = f"dead letter {entry_id}"
     task = progress.add_task(label, total=None)
-    result = replay_entry(pipeline, entry_id)
-    _, done, _, total = _settled(pipeline, entry_id)
+    result = replay_entry(services, entry_id)
+    _, done, _, total = _settled(services, entry_id)
     progress.update(task, completed=done, total=max(total, 1))
 
     def report() -> None:
         nonlocal done
-        _, done, _, _ = _settled(pipeline, entry_id)
+        _, done, _, _ = _settled(services, entry_id)
         progress.update(task, completed=done)
 
     summary = result.summary
     if result.key is not None:
-        here = flush_here(pipeline, result.key, lambda: done >= total, on_progress=report)
-        summary = _summary(here, _reason(pipeline, entry_id))
-    deadletters.complete_replays(pipeline.sessions)
-    status, settled, completed, total = _settled(pipeline, entry_id)
+        here = flush_here(services, result.key, lambda: done >= total, on_progress=report)
+        summary = _summary(here, _reason(services, entry_id))
+    deadletters.complete_replays(services.sessions)
+    status, settled, completed, total = _settled(services, entry_id)
     progress.update(
         task,
         description=f"{label}: {status}",
@@ -135,16 +134,16 @@ def _summary(tally: Tally, reason: str) -> str:
     return ", ".join(parts)
 
 
-def _reason(pipeline: Pipeline, entry_id: int) -> str:
-    with pipeline.sessions() as session:
+def _reason(services: Services, entry_id: int) -> str:
+    with services.sessions() as session:
         entry = session.get(DeadLetter, entry_id)
         return entry.reason.value if entry is not None else "gone"
 
 
-def _settled(pipeline: Pipeline, entry_id: int) -> tuple[str, int, int, int]:
+def _settled(services: Services, entry_id: int) -> tuple[str, int, int, int]:
     """An entry's status; how many of its answers are settled for its sheet (in the
     sheet, FAILED, or parked again) and how many are in the sheet; of all its answers."""
-    with pipeline.sessions() as session:
+    with services.sessions() as session:
         entry = session.get(DeadLetter, entry_id)
         if entry is None:
             return "gone", 0, 0, 0
@@ -158,10 +157,10 @@ def _settled(pipeline: Pipeline, entry_id: int) -> tuple[str, int, int, int]:
 
 
 def _candidates(
-    pipeline: Pipeline, *, ids: Sequence[int] | None, user_id: str | None
+    services: Services, *, ids: Sequence[int] | None, user_id: str | None
 ) -> replays.Candidates:
     """The entries to try, in order, saying which named ones are skipped and why."""
-    chosen = replays.candidates(pipeline, ids=ids, user_id=user_id)
+    chosen = replays.candidates(services, ids=ids, user_id=user_id)
     for entry_id, state in chosen.skipped:
         hint(f"dead letter {entry_id} is {state}: skipped")
     if not chosen.named and not chosen.ids:
@@ -170,8 +169,8 @@ def _candidates(
     return chosen
 
 
-def _claim(pipeline: Pipeline, ids: Sequence[int], *, include_failed: bool) -> list[int]:
-    return replays.claim(pipeline, ids, include_failed=include_failed)
+def _claim(services: Services, ids: Sequence[int], *, include_failed: bool) -> list[int]:
+    return replays.claim(services, ids, include_failed=include_failed)
 
 
 def _report_taken(ids: Sequence[int]) -> None:
@@ -181,6 +180,6 @@ def _report_taken(ids: Sequence[int]) -> None:
         hint(f"{with_ids(ids, 'dead letter')} {verb} being replayed elsewhere already: skipped")
 
 
-def release(pipeline: Pipeline, ids: Sequence[int]) -> None:
+def release(services: Services, ids: Sequence[int]) -> None:
     """Give claimed entries that were never replayed back: PENDING, due now."""
-    replays.release(pipeline, ids)
+    replays.release(services, ids)

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from sheetsync.cli.output import counted, hint, out, print_json, usage_error
-from sheetsync.cli.runtime import open_pipeline
+from sheetsync.cli.runtime import open_services
 
 
 def resend(
@@ -38,13 +38,13 @@ def resend(
         usage_error(ctx, "--gid needs --spreadsheet")
     from sheetsync.emit.resend import resend_failed
 
-    with open_pipeline() as pipeline:
+    with open_services() as services:
         result = resend_failed(
             answer_ids or None,
             submission_id=form,
             spread_sheet_id=spreadsheet,
             sheet_id=gid,
-            pipeline=pipeline,
+            services=services,
         )
     if as_json:
         print_json({"resent": result.resent, "unlinked": result.unlinked})

@@ -1,4 +1,5 @@
-"""Settings, connections, and turning any failure into one line an operator can act on.
+"""The settings and connections of one command; a failure's one line is
+:mod:`sheetsync.ops.explain`'s.
 
 The library is imported when a command runs, not when the command line is built, so
 ``--help`` and usage errors answer at once.
@@ -10,14 +11,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from sheetsync.errors import ConfigError, SheetSyncError
-from sheetsync.ops.text import mask_url
-
 if TYPE_CHECKING:
-    from sqlalchemy.exc import DBAPIError
     from sqlalchemy.orm import Session, sessionmaker
 
-    from sheetsync.pipeline import Pipeline
+    from sheetsync.services import Services
     from sheetsync.settings import Settings
 
 #: Set to 1 to see the traceback of an unexpected error instead of its one-line summary.
@@ -42,17 +39,17 @@ def require_database(url: str, *, create: bool = False) -> None:
 
 
 @contextmanager
-def open_pipeline() -> Iterator[Pipeline]:
+def open_services() -> Iterator[Services]:
     """Redis and the database for one command; both are closed at the end."""
-    from sheetsync.pipeline import Pipeline
+    from sheetsync.services import Services
 
     settings = load_settings()
     require_database(settings.database_url)
-    pipeline = Pipeline.build(settings)
+    services = Services.build(settings)
     try:
-        yield pipeline
+        yield services
     finally:
-        pipeline.close()
+        services.close()
 
 
 @contextmanager
@@ -67,73 +64,3 @@ def open_database() -> Iterator[sessionmaker[Session]]:
         yield session_factory(engine)
     finally:
         engine.dispose()
-
-
-def _configured(name: str) -> str:
-    """A URL from the settings, masked; ``?`` when the settings themselves are broken."""
-    return mask_url(_configured_raw(name))
-
-
-def _configured_raw(name: str) -> str:
-    """A URL from the settings (to be masked before it is shown); ``?`` when the
-    settings themselves are broken."""
-    from sheetsync.settings import get_settings
-
-    try:
-        url: str = getattr(get_settings(), name)
-    except ConfigError:
-        return "?"
-    return url
-
-
-def first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
-def describe(exc: BaseException) -> str | None:
-    """The one-line message for a failure we know how to explain, else None."""
-    if isinstance(exc, SheetSyncError):
-        return first_line(exc)
-    # Only what this failure can be is imported: a module never loaded raised nothing.
-    import sys
-
-    if "redis" in sys.modules:
-        import redis.exceptions
-
-        from sheetsync.startup import describe_redis_error
-
-        if isinstance(exc, redis.exceptions.RedisError):
-            return describe_redis_error(exc, _configured_raw("redis_url"), "SHEETSYNC_REDIS_URL")
-    if "kombu" in sys.modules:
-        import kombu.exceptions
-
-        if isinstance(exc, kombu.exceptions.OperationalError):
-            return (
-                f"cannot reach the Celery broker at {_configured('celery_broker_url')}: "
-                f"{first_line(exc)}"
-            )
-    if "sqlalchemy" in sys.modules:
-        import sqlalchemy.exc
-
-        if isinstance(exc, sqlalchemy.exc.DBAPIError):
-            return _describe_database(exc)
-        if isinstance(exc, sqlalchemy.exc.ArgumentError):
-            return f"SHEETSYNC_DATABASE_URL: {first_line(exc)}"
-    if "alembic" in sys.modules:
-        from alembic.util.exc import CommandError
-
-        if isinstance(exc, CommandError):
-            return f"migration failed: {first_line(exc)}"
-    if isinstance(exc, ModuleNotFoundError) and exc.name:
-        return (
-            f"the Python module {exc.name} is not installed: "
-            "reinstall sheetsync with its dependencies"
-        )
-    return None
-
-
-def _describe_database(exc: DBAPIError) -> str:
-    from sheetsync.startup import describe_database_error
-
-    return describe_database_error(exc, _configured_raw("database_url"))

@@ -13,8 +13,8 @@ from typing import Annotated, Any
 import typer
 
 from sheetsync.cli.output import counted, heading, hint, out, print_json, table
-from sheetsync.cli.runtime import open_pipeline
-from sheetsync.ops.text import duration, mask_url
+from sheetsync.cli.runtime import open_services
+from sheetsync.text import duration, mask_url
 
 #: Buffers listed unless told otherwise (the oldest first: they matter most).
 DEFAULT_STATUS_LIMIT = 50
@@ -40,15 +40,15 @@ def status(
     from sheetsync import redis_urls
     from sheetsync.ops import status as status_data
 
-    with open_pipeline() as pipeline:
+    with open_services() as services:
         report: dict[str, Any] = {
-            "redis_url": mask_url(pipeline.settings.redis_url),
-            "database_url": mask_url(pipeline.settings.database_url),
-            "workers": status_data.collect_workers(pipeline),
-            "buffers": status_data.collect_buffers(pipeline, limit),
-            "dead_letters": status_data.collect_dead_letters(pipeline),
-            "limiter": status_data.collect_limiter(pipeline),
-            "redis_warning": redis_urls.eviction_warning(pipeline.redis),
+            "redis_url": mask_url(services.settings.redis_url),
+            "database_url": mask_url(services.settings.database_url),
+            "workers": status_data.collect_workers(services),
+            "buffers": status_data.collect_buffers(services, limit),
+            "dead_letters": status_data.collect_dead_letters(services),
+            "limiter": status_data.collect_limiter(services),
+            "redis_warning": redis_urls.eviction_warning(services.redis),
         }
     report["stalled_queues"] = status_data.flag_stalled(report["buffers"], report["workers"])
     if as_json:

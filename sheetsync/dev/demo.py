@@ -53,7 +53,7 @@ from sheetsync.dev.local import (
     wait_until,
 )
 from sheetsync.models import SheetTransaction, TransactionType
-from sheetsync.pipeline import Pipeline
+from sheetsync.services import Services
 
 __all__ = ["DEMO_DIR", "DemoError", "run_demo"]
 
@@ -96,7 +96,7 @@ def _run(console: Console, cleanup: ExitStack, workdir: Path, keep: bool) -> Non
     started = time.monotonic()
     console.print("[bold]sheetsync demo[/]: the real pipeline on embedded defaults\n")
     stack = start_stack(console, cleanup, workdir, flush_delay_s=DEMO_FLUSH_DELAY_S)
-    pipeline, worker, seeded, admin = stack.pipeline, stack.worker, stack.seeded, stack.admin
+    services, worker, seeded, admin = stack.services, stack.worker, stack.seeded, stack.admin
     env_file = workdir / ENV_FILE
     database_only = {DATABASE_VARIABLE: stack.database_url}
     write_env_file(env_file, stack.env if keep else database_only)
@@ -110,9 +110,9 @@ def _run(console: Console, cleanup: ExitStack, workdir: Path, keep: bool) -> Non
             markup=False,
         )
 
-    _emit_and_drain(console, pipeline, worker, seeded)
+    _emit_and_drain(console, services, worker, seeded)
     problems = report_sheets(console, admin, stack.emulator.url, seeded)
-    dead_letters, parking_problems = report_dead_letters(console, pipeline.sessions, seeded)
+    dead_letters, parking_problems = report_dead_letters(console, services.sessions, seeded)
     report_requests(console, admin)
     console.print(f"\nelapsed {time.monotonic() - started:.1f} s")
     problems += parking_problems
@@ -142,9 +142,9 @@ def _run(console: Console, cleanup: ExitStack, workdir: Path, keep: bool) -> Non
     raise DemoError(f"the Celery worker exited with {worker.process.returncode}")
 
 
-def _ledger_counts(pipeline: Pipeline) -> dict[TransactionType, int]:
+def _ledger_counts(services: Services) -> dict[TransactionType, int]:
     """(answer, sheet) pairs per ledger state."""
-    with pipeline.sessions() as session:
+    with services.sessions() as session:
         rows = session.execute(
             select(SheetTransaction.type, func.count()).group_by(SheetTransaction.type)
         )
@@ -152,7 +152,7 @@ def _ledger_counts(pipeline: Pipeline) -> dict[TransactionType, int]:
 
 
 def _emit_and_drain(
-    console: Console, pipeline: Pipeline, worker: WorkerProcess, seeded: DemoSeed
+    console: Console, services: Services, worker: WorkerProcess, seeded: DemoSeed
 ) -> None:
     """Emit every answer as a web app does, then wait until every answer of a valid
     owner is COMPLETED and every answer of a revoked one DEAD_LETTERED."""
@@ -176,7 +176,7 @@ def _emit_and_drain(
         parking = progress.add_task("dead-lettered", total=parked)
 
         def settled() -> bool:
-            counts = _ledger_counts(pipeline)
+            counts = _ledger_counts(services)
             progress.update(landing, completed=counts.get(TransactionType.COMPLETED, 0))
             progress.update(parking, completed=counts.get(TransactionType.DEAD_LETTERED, 0))
             return (
@@ -187,15 +187,15 @@ def _emit_and_drain(
         for start in range(0, len(answer_ids), EMIT_TRANSACTION_SIZE):
             chunk = answer_ids[start : start + EMIT_TRANSACTION_SIZE]
             # The outbox path: ENQUEUED rows in the caller's transaction, pushes after commit.
-            with pipeline.sessions.begin() as session:
+            with services.sessions.begin() as session:
                 for answer_id in chunk:
-                    emit_answer_submitted(answer_id, session=session, pipeline=pipeline)
+                    emit_answer_submitted(answer_id, session=session, services=services)
             progress.update(emitting, completed=start + len(chunk))
             settled()
         wait_until(lambda: settled() or not worker.alive, DRAIN_TIMEOUT_S, interval_s=0.2)
     if not worker.alive:
         raise DemoError(f"the Celery worker exited with {worker.process.returncode}")
-    counts = _ledger_counts(pipeline)
+    counts = _ledger_counts(services)
     done = counts.get(TransactionType.COMPLETED, 0)
     if done < rows:
         raise DemoError(

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from sheetsync.dev import seed
 from sheetsync.dev.emulator import EmulatorAdmin
 from sheetsync.models import Plan
-from sheetsync.pipeline import Pipeline
+from sheetsync.services import Services
 
 
 @dataclass(frozen=True)
@@ -119,10 +119,6 @@ def demo_owners() -> list[DemoOwner]:
     return list(dict.fromkeys(form.owner for form in DEMO_FORMS))
 
 
-def expected_answers() -> int:
-    return sum(form.answers for form in DEMO_FORMS)
-
-
 def expected_rows() -> int:
     """Rows the sheets hold at the end: every answer of an owner who did not revoke
     Google access, once per sheet its form is linked to."""
@@ -155,7 +151,7 @@ class DemoSeed:
     accounts: dict[DemoOwner, DemoAccount]
 
 
-def seed_demo(pipeline: Pipeline, admin: EmulatorAdmin, *, answers: bool = True) -> DemoSeed:
+def seed_demo(services: Services, admin: EmulatorAdmin, *, answers: bool = True) -> DemoSeed:
     """Seed the database and the emulator (every account valid, revoked ones included:
     :func:`revoke_access` revokes them); with ``answers=False`` the forms and their
     links only (``make demo-web``: a person submits the answers).
@@ -170,7 +166,7 @@ def seed_demo(pipeline: Pipeline, admin: EmulatorAdmin, *, answers: bool = True)
     }
     sheets: list[DemoSheet] = []
     ids_by_form: dict[DemoForm, list[str]] = {}
-    with pipeline.sessions.begin() as session:
+    with services.sessions.begin() as session:
         for owner, account in accounts.items():
             admin.add_account(account.account_id, account.refresh_token)
             seed.seed_user(

@@ -32,7 +32,7 @@ from sheetsync.keys import (
     heartbeat_key,
     rate_account_key,
 )
-from sheetsync.ops.text import mask_url
+from sheetsync.text import mask_url
 
 #: Keys of kombu's Redis transport and Celery, apart from the queue lists themselves.
 BROKER_KEY_PREFIXES = ("_kombu.", "unacked", "celery-task-meta-")

@@ -20,11 +20,11 @@ from rich.console import Console
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from sheetsync import deadletters
 from sheetsync.dev.demo_data import SHEET_TITLE, DemoOwner, DemoSeed, expected_rows
 from sheetsync.dev.emulator import EmulatorAdmin
 from sheetsync.models import DeadLetter, DeadLetterReason, DeadLetterStatus
-from sheetsync.ops.text import clip, relative
-from sheetsync.recovery import deadletters
+from sheetsync.text import clip, relative
 
 #: The variables the read-only ``dlq`` commands need once the demo's stack is gone.
 DATABASE_VARIABLE = "SHEETSYNC_DATABASE_URL"

@@ -39,7 +39,7 @@ from sheetsync.dev.local import (
 from sheetsync.dispatch import QUEUES
 from sheetsync.errors import SheetSyncError
 from sheetsync.keys import BufferKey
-from sheetsync.pipeline import Pipeline, get_pipeline, reset_pipeline
+from sheetsync.services import Services, get_services, reset_services
 from sheetsync.settings import reset_settings
 
 #: Where the demos keep their database and the worker's log (under the current directory).
@@ -76,7 +76,7 @@ class DemoStack:
     #: The SHEETSYNC_* variables this process and the worker run with.
     env: dict[str, str]
     worker: WorkerProcess
-    pipeline: Pipeline
+    services: Services
     seeded: DemoSeed
 
 
@@ -137,8 +137,8 @@ def start_stack(
         f"worker    celery with beat (-B), pid {worker.process.pid}, log {shown(worker.log_path)}"
     )
 
-    pipeline = get_pipeline()
-    seeded = seed_demo(pipeline, admin, answers=answers)
+    services = get_services()
+    seeded = seed_demo(services, admin, answers=answers)
     demo_keys.google_accounts.extend(account.account_id for account in seeded.accounts.values())
     demo_keys.buffers.extend(
         BufferKey(sheet.form.owner.user_id, sheet.submission_id, sheet.spreadsheet_id, sheet.gid)
@@ -162,7 +162,7 @@ def start_stack(
     # The Celery app may have been imported before the demo set its environment.
     reconfigure()
     return DemoStack(
-        workdir, database_url, database_path, emulator, admin, env, worker, pipeline, seeded
+        workdir, database_url, database_path, emulator, admin, env, worker, services, seeded
     )
 
 
@@ -216,7 +216,7 @@ def environment(env: Mapping[str, str]) -> Iterator[None]:
 def forget_cached_settings() -> None:
     reset_settings()
     reset_keyring()
-    reset_pipeline()
+    reset_services()
 
 
 @contextmanager

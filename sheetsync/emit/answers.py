@@ -33,7 +33,7 @@ from sheetsync.errors import NotFoundError
 from sheetsync.keys import BufferKey, check_id
 from sheetsync.metrics import events as metric_events
 from sheetsync.models import SheetTransaction, SubmissionAnswer, TransactionType
-from sheetsync.pipeline import Pipeline, get_pipeline
+from sheetsync.services import Services, get_services
 
 log = logging.getLogger(__name__)
 
@@ -69,10 +69,10 @@ class _Recorded:
 _routes: RoutingCache | None = None
 
 
-def routes_cache(pipeline: Pipeline) -> RoutingCache:
-    global _routes  # noqa: PLW0603 (one cache per process, like the pipeline)
-    if _routes is None or _routes.ttl_s != pipeline.settings.routing_cache_s:
-        _routes = RoutingCache(pipeline.settings.routing_cache_s)
+def routes_cache(services: Services) -> RoutingCache:
+    global _routes  # noqa: PLW0603 (one cache per process, like the services)
+    if _routes is None or _routes.ttl_s != services.settings.routing_cache_s:
+        _routes = RoutingCache(services.settings.routing_cache_s)
     return _routes
 
 
@@ -90,13 +90,13 @@ def emit_answer_submitted(
     answer: str | SubmissionAnswer,
     *,
     session: Session | None = None,
-    pipeline: Pipeline | None = None,
+    services: Services | None = None,
 ) -> EmitResult:
     """Queue a submitted answer for every sheet its form is linked to.
 
     ``answer`` is the answer's id, or the ``SubmissionAnswer`` the caller just added
     (then no statement is spent looking up its form)."""
-    [result] = emit_answers_submitted([answer], session=session, pipeline=pipeline)
+    [result] = emit_answers_submitted([answer], session=session, services=services)
     return result
 
 
@@ -104,20 +104,20 @@ def emit_answers_submitted(
     answers: Iterable[str | SubmissionAnswer],
     *,
     session: Session | None = None,
-    pipeline: Pipeline | None = None,
+    services: Services | None = None,
 ) -> list[EmitResult]:
     """Queue many answers (a bulk import): one statement per :data:`BATCH_CHUNK`
     answers, one push per buffer. Results are in the order given."""
     forms = _forms_given(answers)
-    pipeline = pipeline or get_pipeline()
+    services = services or get_services()
     if session is not None:
-        recorded = _record(session, forms, pipeline)
+        recorded = _record(session, forms, services)
         if recorded.pushes:
-            _push_after_commit(session, pipeline, recorded.pushes)
+            _push_after_commit(session, services, recorded.pushes)
         return _results(forms, recorded, pushed=False)
-    with pipeline.sessions.begin() as own:
-        recorded = _record(own, forms, pipeline)
-    pushed = _push_now(pipeline, recorded.pushes)
+    with services.sessions.begin() as own:
+        recorded = _record(own, forms, services)
+    pushed = _push_now(services, recorded.pushes)
     return _results(forms, recorded, pushed=pushed)
 
 
@@ -125,7 +125,7 @@ def record_backfill(
     session: Session,
     form_id: str,
     answer_ids: Sequence[str],
-    pipeline: Pipeline,
+    services: Services,
     *,
     only_link_ids: Sequence[int] | None,
     queue: str,
@@ -134,13 +134,13 @@ def record_backfill(
     where they never were, exactly as an emit does, and return the pushes to make after
     the caller's transaction commits, each on ``queue`` (:mod:`sheetsync.emit.backfill`)."""
     forms: dict[str, str | None] = {check_id(a, "answer id"): form_id for a in answer_ids}
-    recorded = _record(session, forms, pipeline, only_link_ids=only_link_ids, queue=queue)
+    recorded = _record(session, forms, services, only_link_ids=only_link_ids, queue=queue)
     return dict(recorded.pushes)
 
 
-def push_recorded(pipeline: Pipeline, pushes: Pushes) -> bool:
+def push_recorded(services: Services, pushes: Pushes) -> bool:
     """Push what :func:`record_backfill` recorded, once its transaction committed."""
-    return _push_now(pipeline, pushes)
+    return _push_now(services, pushes)
 
 
 def _forms_given(answers: Iterable[str | SubmissionAnswer]) -> dict[str, str | None]:
@@ -157,7 +157,7 @@ def _forms_given(answers: Iterable[str | SubmissionAnswer]) -> dict[str, str | N
 def _record(
     session: Session,
     forms: dict[str, str | None],
-    pipeline: Pipeline,
+    services: Services,
     *,
     only_link_ids: Sequence[int] | None = None,
     queue: str | None = None,
@@ -175,7 +175,7 @@ def _record(
         if missing:
             raise NotFoundError(f"answer {missing[0]} does not exist")
         forms.update(found)
-    cache = routes_cache(pipeline)
+    cache = routes_cache(services)
     routes = {form: cache.get(session, form) for form in {f for f in forms.values() if f}}
     allowed = [link for entry in routes.values() for link in entry.allowed_link_ids]
     recorded = _Recorded()
@@ -189,7 +189,7 @@ def _record(
             route = _route_for(session, cache, routes, form_id, (spreadsheet, gid))
             if route is not None and queue is not None:
                 route = dataclasses.replace(route, queue=queue)
-            _take(session, pipeline, recorded, answer_id, route, state, (spreadsheet, gid))
+            _take(session, services, recorded, answer_id, route, state, (spreadsheet, gid))
     order = {answer_id: n for n, answer_id in enumerate(forms)}
     for ids in recorded.pushes.values():
         ids.sort(key=order.__getitem__)  # rows land in the order the answers were given
@@ -212,7 +212,7 @@ def _route_for(
 
 def _take(
     session: Session,
-    pipeline: Pipeline,
+    services: Services,
     recorded: _Recorded,
     answer_id: str,
     route: Route | None,
@@ -228,10 +228,10 @@ def _take(
             _correct(session, answer_id, sheet, TransactionType.VALIDATION_FAILED, route.problem)
         recorded.invalid[answer_id].append(route.problem)
         send_alert_once(
-            pipeline.redis,
+            services.redis,
             f"link:{route.link_id}",
             f"VALIDATION_FAILED: {route.problem}",
-            settings=pipeline.settings,
+            settings=services.settings,
         )
         return
     if state is TransactionType.VALIDATION_FAILED:  # allowed by the authorizer
@@ -274,7 +274,7 @@ def _results(
     ]
 
 
-def _push_now(pipeline: Pipeline, pushes: Pushes) -> bool:
+def _push_now(services: Services, pushes: Pushes) -> bool:
     """Push each buffer's ids, one round trip per set of buffers that take the same ids
     (one answer's sheets: one call); True when every push reached Redis."""
     by_ids: dict[tuple[str, ...], list[tuple[BufferKey, str]]] = defaultdict(list)
@@ -282,14 +282,14 @@ def _push_now(pipeline: Pipeline, pushes: Pushes) -> bool:
         by_ids[tuple(answer_ids)].append(target)
     ok = True
     for same_ids, targets in by_ids.items():
-        ok = push(pipeline.store, targets, same_ids) and ok
-    metric_events.publish_soon(pipeline.redis)  # the ledger transitions counted by the emit
+        ok = push(services.store, targets, same_ids) and ok
+    metric_events.publish_soon(services.redis)  # the ledger transitions counted by the emit
     return ok
 
 
-def _push_after_commit(session: Session, pipeline: Pipeline, pushes: Pushes) -> None:
+def _push_after_commit(session: Session, services: Services, pushes: Pushes) -> None:
     _listen_to_every_session()
-    session.info.setdefault(_PENDING, []).append((pipeline, pushes))
+    session.info.setdefault(_PENDING, []).append((services, pushes))
 
 
 @functools.cache
@@ -305,8 +305,8 @@ def _flush_pending(session: Session) -> None:
     pending = session.info.pop(_PENDING, None)
     if not pending:
         return
-    for pipeline, pushes in pending:
-        _push_now(pipeline, pushes)
+    for services, pushes in pending:
+        _push_now(services, pushes)
 
 
 def _drop_pending(session: Session, _previous_transaction: object) -> None:

@@ -34,7 +34,7 @@ from sheetsync.emit.answers import Pushes, push_recorded, record_backfill
 from sheetsync.errors import BackfillStalled, NotFoundError, ValidationError
 from sheetsync.keys import BufferKey, check_id
 from sheetsync.models import SpreadSheet, Submission, SubmissionAnswer
-from sheetsync.pipeline import Pipeline, get_pipeline
+from sheetsync.services import Services, get_services
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ def backfill(
     link_id: int | None = None,
     since: datetime | None = None,
     wait: bool = True,
-    pipeline: Pipeline | None = None,
+    services: Services | None = None,
     on_progress: OnProgress | None = None,
 ) -> BackfillResult:
     """Send the existing answers of ``form_id`` (submitted at or after ``since``) to
@@ -90,11 +90,11 @@ def backfill(
     check_id(form_id, "form id")
     if since is not None and since.utcoffset() is None:
         raise ValidationError("since must be an aware datetime (say its time zone)")
-    pipeline = pipeline or get_pipeline()
-    progress = BackfillProgress(links=_links_to_fill(pipeline, form_id, link_id))
-    pacer = _Pacer(pipeline, progress, on_progress)
+    services = services or get_services()
+    progress = BackfillProgress(links=_links_to_fill(services, form_id, link_id))
+    pacer = _Pacer(services, progress, on_progress)
     for number, target in enumerate(progress.links, start=1):
-        _fill_one_link(pipeline, form_id, target, since, pacer)
+        _fill_one_link(services, form_id, target, since, pacer)
         if wait or number < len(progress.links):
             pacer.drain()  # one buffer at a time
     progress.done = True
@@ -104,24 +104,24 @@ def backfill(
 
 
 def _fill_one_link(
-    pipeline: Pipeline, form_id: str, link_id: int, since: datetime | None, pacer: _Pacer
+    services: Services, form_id: str, link_id: int, since: datetime | None, pacer: _Pacer
 ) -> None:
     """Every answer of the form (since ``since``) to one link, a chunk at a time."""
-    settings = pipeline.settings
+    settings = services.settings
     progress = pacer.progress
     cursor: tuple[datetime, str] | None = None
     while True:
-        with pipeline.sessions() as session:  # a short read: one chunk, then commit
+        with services.sessions() as session:  # a short read: one chunk, then commit
             chunk = _next_chunk(session, form_id, since, cursor, settings.backfill_chunk)
         if not chunk:
             return
         cursor = chunk[-1]
-        with pipeline.sessions.begin() as session:
+        with services.sessions.begin() as session:
             pushes = record_backfill(
                 session,
                 form_id,
                 [answer_id for _, answer_id in chunk],
-                pipeline,
+                services,
                 only_link_ids=[link_id],
                 queue=QUEUE_SCHEDULED,
             )
@@ -130,15 +130,15 @@ def _fill_one_link(
             pacer.make_room(pushes)
             # Recorded ENQUEUED and committed: if this push is lost (Redis down, a crash
             # here), the reconciler pushes the ids later.
-            push_recorded(pipeline, pushes)
+            push_recorded(services, pushes)
             progress.sent += sum(map(len, pushes.values()))
         pacer.report()
 
 
-def _links_to_fill(pipeline: Pipeline, form_id: str, link_id: int | None) -> list[int]:
+def _links_to_fill(services: Services, form_id: str, link_id: int | None) -> list[int]:
     """The links to fill, one after the other: a backfill keeps one buffer busy at a
     time, so it holds one worker, however many links the form has."""
-    with pipeline.sessions() as session:
+    with services.sessions() as session:
         if session.get(Submission, form_id) is None:
             raise NotFoundError(f"form {form_id} does not exist")
         if link_id is None:
@@ -183,9 +183,9 @@ class _Pacer:
     counted; at the end, one id's row is read)."""
 
     def __init__(
-        self, pipeline: Pipeline, progress: BackfillProgress, on_progress: OnProgress | None
+        self, services: Services, progress: BackfillProgress, on_progress: OnProgress | None
     ) -> None:
-        self.p = pipeline
+        self.services = services
         self.progress = progress
         self.on_progress = on_progress
         #: Ids this backfill pushed to each buffer that may still be in it.
@@ -196,7 +196,7 @@ class _Pacer:
     def make_room(self, pushes: Pushes) -> None:
         """Wait until every buffer ``pushes`` goes to has room for its ids."""
         adding = max(map(len, pushes.values()))
-        ahead = max(self.p.settings.backfill_ahead, adding)
+        ahead = max(self.services.settings.backfill_ahead, adding)
         self._wait_until({key for key, _ in pushes}, lambda _key, length: length + adding <= ahead)
         for (key, _), ids in pushes.items():
             self._waiting[key] = self._waiting.get(key, 0) + len(ids)
@@ -214,7 +214,7 @@ class _Pacer:
 
     def _last_settled(self, key: BufferKey) -> bool:
         last = self._last[key]
-        with self.p.sessions() as session:
+        with self.services.sessions() as session:
             state = ledger.states(session, [last], key.spread_sheet_id, key.sheet_id).get(last)
         return state in ledger.SETTLED
 
@@ -223,12 +223,12 @@ class _Pacer:
             self.on_progress(self.progress)
 
     def _wait_until(self, keys: set[BufferKey], ready: Callable[[BufferKey, int], bool]) -> None:
-        stall_s = self.p.settings.backfill_stall_s
+        stall_s = self.services.settings.backfill_stall_s
         moved_at = time.monotonic()
         last: dict[BufferKey, int] = {}
         pending = set(keys)
         while True:
-            lengths = {key: self.p.store.buffer_length(key) for key in pending}
+            lengths = {key: self.services.store.buffer_length(key) for key in pending}
             self._count_drained(lengths)
             pending = {key for key, length in lengths.items() if not ready(key, length)}
             if not pending:

@@ -20,7 +20,7 @@ from sheetsync.models import (
     TransactionType,
     utcnow,
 )
-from sheetsync.pipeline import Pipeline, get_pipeline
+from sheetsync.services import Services, get_services
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ def resend_failed(
     submission_id: str | None = None,
     spread_sheet_id: str | None = None,
     sheet_id: int | None = None,
-    pipeline: Pipeline | None = None,
+    services: Services | None = None,
 ) -> ResendResult:
     """Record FAILED answers ENQUEUED again and push them to their link's buffer.
 
@@ -49,7 +49,7 @@ def resend_failed(
         raise ValidationError("say which answers to resend: answer ids, a form, or both")
     for answer_id in answer_ids or ():
         check_id(answer_id, "answer id")
-    pipeline = pipeline or get_pipeline()
+    services = services or get_services()
     tx = SheetTransaction
     query = (
         select(tx.submission_answer_id, tx.spread_sheet_id, tx.sheet_id, SpreadSheet.create_user_id)
@@ -73,7 +73,7 @@ def resend_failed(
         query = query.where(tx.sheet_id == sheet_id)
     targets: dict[tuple[BufferKey, str], list[str]] = defaultdict(list)
     unlinked = 0
-    with pipeline.sessions.begin() as session:
+    with services.sessions.begin() as session:
         for answer_id, spreadsheet, gid, owner, form in session.execute(query).all():
             if owner is None:
                 unlinked += 1
@@ -92,5 +92,5 @@ def resend_failed(
             if moved.rowcount:  # type: ignore[attr-defined]
                 targets[(key, links.queue_of(session, owner))].append(answer_id)
     for (key, queue), ids in targets.items():
-        push(pipeline.store, [(key, queue)], ids)
+        push(services.store, [(key, queue)], ids)
     return ResendResult(resent=sum(map(len, targets.values())), unlinked=unlinked)

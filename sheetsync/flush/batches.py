@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import tzinfo
@@ -11,7 +10,8 @@ from sqlalchemy.orm import Session
 
 from sheetsync.errors import ConfigError, CryptoError, ValidationError
 from sheetsync.flush.hydrate import fetch_answers
-from sheetsync.flush.rows import FormLayout, RowBuilder, load_layout
+from sheetsync.flush.layout import FormLayout, load_layout
+from sheetsync.flush.rows import RowBuilder
 from sheetsync.flush.typed import Cell
 from sheetsync.keys import BufferKey
 from sheetsync.ledger import SETTLED
@@ -58,12 +58,6 @@ class Batch:
     appended_ids: list[str] = field(default_factory=list)
     positions: list[int] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
-
-    def failures_by_reason(self) -> dict[str, list[str]]:
-        grouped: dict[str, list[str]] = defaultdict(list)
-        for answer_id, reason in self.failed.items():
-            grouped[reason].append(answer_id)
-        return dict(grouped)
 
     def cut(self, max_bytes: int) -> Batch:
         """The longest prefix whose request stays under ``max_bytes`` (at least one row).

@@ -24,7 +24,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from sheetsync.errors import SheetSyncError
-from sheetsync.flush.rows import FIXED_COLUMNS, Column, FormLayout, question_type
+from sheetsync.flush.layout import FIXED_COLUMNS, FormLayout, FormQuestion, question_type
 from sheetsync.keys import BufferKey
 from sheetsync.models import QuestionType, SheetColumn, SpreadSheet, utcnow
 from sheetsync.settings import Settings
@@ -54,29 +54,18 @@ def number_format(question_id: str, type_name: str) -> tuple[str, str] | None:
     return None
 
 
-@dataclass
-class ColumnState:
-    """One :class:`SheetColumn` as the header check sees and changes it."""
+def is_fixed(column: SheetColumn) -> bool:
+    """One of the three fixed columns (its id starts with ``#``, never a question's)."""
+    return column.question_id.startswith("#")
 
-    question_id: str
-    type: str
-    title: str
-    position: int | None
-    written_title: str | None
-    formatted: bool
 
-    @property
-    def fixed(self) -> bool:
-        return self.question_id.startswith("#")
-
-    @property
-    def settled(self) -> bool:
-        """Placed, its title in row 1, its format set: nothing for row 1 to do."""
-        return (
-            self.position is not None
-            and self.written_title == self.title
-            and (self.formatted or number_format(self.question_id, self.type) is None)
-        )
+def settled(column: SheetColumn) -> bool:
+    """Placed, its title in row 1, its format set: nothing for row 1 to do."""
+    return (
+        column.position is not None
+        and column.written_title == column.title
+        and (column.formatted or number_format(column.question_id, column.type) is None)
+    )
 
 
 @dataclass
@@ -112,17 +101,17 @@ def sync_with_form(session: Session, link_id: int, layout: FormLayout, settings:
 
     Adding takes the link's lock first (:func:`lock`), and reads the map again under it:
     two runs of one link never both add a column."""
-    existing = {row.question_id: row for row in _rows(session, link_id)}
+    existing = {column.question_id: column for column in column_map(session, link_id)}
     known = set(existing) | set(FIXED_IDS)
-    if any(c.question_id not in known for c in layout.columns) or not existing:
+    if any(q.question_id not in known for q in layout.questions) or not existing:
         lock(session, link_id)
-        existing = {row.question_id: row for row in _rows(session, link_id)}
+        existing = {column.question_id: column for column in column_map(session, link_id)}
     fixed = zip(FIXED_IDS, fixed_titles(settings), strict=True)
     wanted: list[tuple[str, str, str, int | None]] = [
         (fixed_id, fixed_id[1:].upper(), title, position)
         for position, (fixed_id, title) in enumerate(fixed)
     ]
-    wanted += [(c.question_id, _type_name(c), c.title, None) for c in layout.columns]
+    wanted += [(q.question_id, _type_name(q), q.title, None) for q in layout.questions]
     for question_id, type_name, title, position in wanted:
         row = existing.get(question_id)
         if row is None:
@@ -143,7 +132,7 @@ def sync_with_form(session: Session, link_id: int, layout: FormLayout, settings:
         if row.type != type_name:  # a question whose type changed: its format follows
             row.type, row.formatted = type_name, False
     session.flush()
-    return not all(_state(row).settled for row in existing.values())
+    return not all(settled(column) for column in existing.values())
 
 
 def lock(session: Session, link_id: int) -> None:
@@ -156,14 +145,19 @@ def lock(session: Session, link_id: int) -> None:
     )
 
 
-def states(session: Session, link_id: int) -> list[ColumnState]:
-    return [_state(row) for row in _rows(session, link_id)]
+def column_map(session: Session, link_id: int) -> list[SheetColumn]:
+    """The link's map, one :class:`SheetColumn` per column, in the order they were added."""
+    return list(
+        session.scalars(
+            select(SheetColumn).where(SheetColumn.link_id == link_id).order_by(SheetColumn.id)
+        )
+    )
 
 
 def save(session: Session, link_id: int, plan: HeaderPlan, formatted: set[str]) -> None:
     """Record a header check that was written to row 1. Positions move in two steps so
     the unique (link, position) constraint never sees two columns in one place."""
-    rows = {row.question_id: row for row in _rows(session, link_id)}
+    rows = {row.question_id: row for row in column_map(session, link_id)}
     moving = [r for r in rows.values() if r.position != plan.positions.get(r.question_id)]
     for row in moving:
         row.position = None
@@ -188,46 +182,32 @@ def pause(session: Session, link_id: int, reason: str) -> None:
 def layout_of(session: Session, link_id: int, form: FormLayout) -> FormLayout:
     """The layout rows are built with: every placed column of the map at its position
     (deleted questions too), typed as the form says now (or as stored, once deleted)."""
-    current = {c.question_id: c for c in form.columns}
-    columns: list[Column] = []
+    current = {q.question_id: q for q in form.questions}
+    questions: list[FormQuestion] = []
     positions: list[int] = []
-    for row in _rows(session, link_id):
-        if row.position is None or row.question_id.startswith("#"):
+    for row in column_map(session, link_id):
+        if row.position is None or is_fixed(row):
             continue
         now = current.get(row.question_id)
-        columns.append(now or Column(row.question_id, row.title, question_type(row.type)))
+        questions.append(now or FormQuestion(row.question_id, row.title, question_type(row.type)))
         positions.append(row.position)
-    mapped = {c.question_id for c in columns}
+    mapped = {q.question_id for q in questions}
     return FormLayout(
         form.submission_id,
-        tuple(columns),
+        tuple(questions),
         form.ignored_question_ids - mapped,
         positions=tuple(positions),
     )
 
 
-def _rows(session: Session, link_id: int) -> list[SheetColumn]:
-    return list(
-        session.scalars(
-            select(SheetColumn).where(SheetColumn.link_id == link_id).order_by(SheetColumn.id)
-        )
-    )
-
-
-def _state(row: SheetColumn) -> ColumnState:
-    return ColumnState(
-        row.question_id, row.type, row.title, row.position, row.written_title, row.formatted
-    )
-
-
-def _type_name(column: Column) -> str:
-    return column.type.value if isinstance(column.type, QuestionType) else str(column.type)
+def _type_name(question: FormQuestion) -> str:
+    return question.type.value if isinstance(question.type, QuestionType) else str(question.type)
 
 
 # -- matching row 1 ---------------------------------------------------------------------
 
 
-def plan_header(first_row: Sequence[str], columns: Sequence[ColumnState]) -> HeaderPlan:
+def plan_header(first_row: Sequence[str], columns: Sequence[SheetColumn]) -> HeaderPlan:
     """Match the map against row 1 by the titles we wrote there.
 
     - An empty row 1 (a new or cleared sheet) gets every title back where it was.
@@ -246,16 +226,16 @@ def plan_header(first_row: Sequence[str], columns: Sequence[ColumnState]) -> Hea
     plan = HeaderPlan()
     claimed: set[int] = set()
     cleared = not any(cell.strip() for cell in cells)
-    moved: list[ColumnState] = []
+    moved: list[SheetColumn] = []
     for column in columns:
         if column.position is None:
             continue
         cell = at(column.position)
         mine = cell in (column.written_title, column.title)
-        if cleared or mine or (column.fixed and cell == "" and column.written_title is None):
+        if cleared or mine or (is_fixed(column) and cell == "" and column.written_title is None):
             plan.positions[column.question_id] = column.position
             claimed.add(column.position)
-        elif column.fixed:
+        elif is_fixed(column):
             plan.problem = (
                 f"column {column_letters(column.position)} of row 1 should be "
                 f"{column.written_title or column.title!r}"

@@ -25,103 +25,106 @@ from sqlalchemy.orm import Session
 from sheetsync import notify
 from sheetsync.alerts import send_alert_once
 from sheetsync.flush import columns
-from sheetsync.flush.columns import ColumnState, HeaderPlan, LinkPaused
-from sheetsync.flush.rows import FormLayout
-from sheetsync.flush.writer import SheetWriter
+from sheetsync.flush.columns import HeaderPlan, LinkPaused
+from sheetsync.flush.layout import FormLayout
+from sheetsync.flush.sheet import ActiveTab
+from sheetsync.models import SheetColumn
 from sheetsync.sheets.client import SheetsClient, quote_title
 
 log = logging.getLogger(__name__)
 
 
-def columns_for_batch(writer: SheetWriter, form: FormLayout) -> FormLayout:
-    """The layout the next batch's rows are built with: the link's map, with row 1
-    checked (when the cached check is gone) and every column's title in it."""
-    p, key = writer.p, writer.key
-    with p.sessions.begin() as session:
+def columns_for_batch(active: ActiveTab, form: FormLayout) -> FormLayout:
+    """The layout the next batch's rows are built with: the link's map, with row 1 of
+    the active tab checked (when the cached check is gone) and every column's title in it."""
+    services, key = active.access.services, active.access.key
+    with services.sessions.begin() as session:
         link_id = columns.link_of(session, key).id
-        row1_has_work = columns.sync_with_form(session, link_id, form, p.settings)
-    if row1_has_work or not p.store.sheet_cache(key).header_ok:
-        _check_header(writer, link_id)
-    with p.sessions() as session:
+        row1_has_work = columns.sync_with_form(session, link_id, form, services.settings)
+    if row1_has_work or not services.store.sheet_cache(key).header_ok:
+        _check_header(active, link_id)
+    with services.sessions() as session:
         return columns.layout_of(session, link_id, form)
 
 
-def _check_header(writer: SheetWriter, link_id: int) -> None:
-    p, key = writer.p, writer.key
-    title = writer.title()
-    with p.sessions.begin() as session:
+def _check_header(active: ActiveTab, link_id: int) -> None:
+    services, key = active.access.services, active.access.key
+    title = active.title()
+    with services.sessions.begin() as session:
         columns.lock(session, link_id)
-        found = columns.states(session, link_id)
-        first_row = _first_row(writer, title)
+        found = columns.column_map(session, link_id)
+        first_row = _first_row(active, title)
         plan = columns.plan_header(first_row, found)
         if plan.problem is None:
-            formatted = _write(writer, title, plan, found, first_row)
+            formatted = _write(active, title, plan, found, first_row)
             columns.save(session, link_id, plan, formatted)
         else:
             columns.pause(session, link_id, plan.problem)
-    p.store.forget_sheet(key, "row1", "row1_ms")
+    services.store.forget_sheet(key, "row1", "row1_ms")
     if plan.problem is not None:
-        p.store.forget_sheet(key, "header_ok")
+        services.store.forget_sheet(key, "header_ok")
         message = (
             f"link {link_id} (form {key.submission_id} to spreadsheet {key.spread_sheet_id}, "
             f"gid {key.sheet_id}) is paused: {plan.problem}. Nothing is written to it; fix "
             f"row 1, then run `sheetsync links resume {link_id}`"
         )
-        send_alert_once(p.redis, f"paused:{link_id}", message, settings=p.settings)
+        send_alert_once(services.redis, f"paused:{link_id}", message, settings=services.settings)
         notify.notify(
-            p.redis,
+            services.redis,
             notify.LINK_PAUSED,
             key.user_id,
             form_id=key.submission_id,
             link_id=link_id,
             spreadsheet_id=key.spread_sheet_id,
-            settings=p.settings,
+            settings=services.settings,
         )
         raise LinkPaused(message)
-    p.store.remember_sheet(key, header_ok=1)
+    services.store.remember_sheet(key, header_ok=1)
 
 
-def _first_row(writer: SheetWriter, title: str) -> list[str]:
+def _first_row(active: ActiveTab, title: str) -> list[str]:
     """Row 1: as read by this buffer's previous check if the rate limit cut that one
     short within a lease (so each try makes progress), else read now."""
-    p, key = writer.p, writer.key
-    cells = p.store.first_row(key, max_age_ms=int(p.settings.lease_s * 3000))
+    access = active.access
+    store, key = access.services.store, access.key
+    cells = store.first_row(key, max_age_ms=int(access.services.settings.lease_s * 3000))
     if cells is None:
-        writer.renew()
-        read = writer.client.read_values(key.spread_sheet_id, f"{quote_title(title)}!1:1")
-        writer.tally.requests.append("values.get")
+        access.renew()
+        read = access.client.read_values(key.spread_sheet_id, f"{quote_title(title)}!1:1")
+        access.tally.requests.append("values.get")
         cells = read[0] if read else []
-        p.store.remember_first_row(key, cells)
+        store.remember_first_row(key, cells)
     return cells
 
 
 def _write(
-    writer: SheetWriter,
+    active: ActiveTab,
     title: str,
     plan: HeaderPlan,
-    found: Sequence[ColumnState],
+    found: Sequence[SheetColumn],
     first_row: Sequence[str],
 ) -> set[str]:
-    """Write the plan's titles and the missing number formats; returns the ids of the
-    columns whose format is now set."""
+    """Write the plan's titles and the missing number formats into the active tab;
+    returns the ids of the columns whose format is now set."""
+    access, key = active.access, active.access.key
     formats = {
         plan.positions[c.question_id]: fmt
         for c in found
         if not c.formatted and (fmt := columns.number_format(c.question_id, c.type))
     }
     if plan.writes:
-        writer.renew()
-        write_cells(writer.client, writer.key.spread_sheet_id, title, plan.writes)
-        writer.tally.requests.append("values.update")
+        access.renew()
+        write_cells(access.client, key.spread_sheet_id, title, plan.writes)
+        access.tally.requests.append("values.update")
         written = list(first_row) + [""] * (max(plan.writes) + 1 - len(first_row))
         for index, text in plan.writes.items():
             written[index] = text
-        writer.p.store.remember_first_row(writer.key, written)
-        log.info("flush of %s wrote %d header cells", writer.key.base, len(plan.writes))
+        access.services.store.remember_first_row(key, written)
+        log.info("flush of %s wrote %d header cells", key.base, len(plan.writes))
     if formats:
-        writer.renew()
-        writer.client.set_number_formats(writer.key.spread_sheet_id, writer.key.sheet_id, formats)
-        writer.tally.requests.append("spreadsheets.batchUpdate")
+        access.renew()
+        access.client.set_number_formats(key.spread_sheet_id, active.gid, formats)
+        access.tally.requests.append("spreadsheets.batchUpdate")
     return {
         c.question_id
         for c in found
@@ -147,7 +150,7 @@ def write_header(
     """Write link ``link_id``'s whole header, with its number formats, into row 1 of tab
     ``title`` (gid ``gid``): for a new tab that continues the link (a roll-over). Two
     requests, each through the client's rate limiter; both idempotent."""
-    found = [c for c in columns.states(session, link_id) if c.position is not None]
+    found = [c for c in columns.column_map(session, link_id) if c.position is not None]
     cells = {c.position: c.written_title or c.title for c in found if c.position is not None}
     if not cells:
         return

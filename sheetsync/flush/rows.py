@@ -1,9 +1,8 @@
-"""Answers to sheet rows, as pure functions over a form's layout.
+"""Sheet rows from a form's layout (:mod:`sheetsync.flush.layout`): the header row, and
+each answer's row.
 
-A row is ``[answer id, submitter, submitted at, one cell per column]``, where the
-columns are the form's non-JUMBOTRON questions in form order (steps by position, then
-questions by position). Cells are sent RAW, so they are passed through as typed: a
-respondent's ``=HYPERLINK(...)`` or ``0012`` stays text.
+Cells are sent RAW, so they are passed through as typed: a respondent's
+``=HYPERLINK(...)`` or ``0012`` stays text.
 
 The flush builds up to 5000 rows per batch, so :class:`RowBuilder` resolves each
 question id to its column and kind once per layout, and does only a dict lookup and a
@@ -13,120 +12,26 @@ context is built once per row, the question's once per layout.
 
 Whatever is wrong with one answer is that answer's :class:`AnswerError` alone, whose
 message is ``answer <id>, question <id or ->: <what> (<error class>)``, never the value.
-A question type this version does not know is a text column.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta, tzinfo
+from datetime import datetime, tzinfo
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import String, select, type_coerce
-from sqlalchemy.orm import Session
-
 from sheetsync.crypto import Keyring, answer_context, default_keyring, question_context
-from sheetsync.errors import AnswerError, ConfigError, CryptoError, NotFoundError
+from sheetsync.errors import AnswerError, ConfigError, CryptoError
 from sheetsync.flush.hydrate import MalformedAnswer
+from sheetsync.flush.layout import FIXED_COLUMNS, FormLayout
+from sheetsync.flush.times import format_time, time_formatter
 from sheetsync.flush.typed import Cell, serial_date_time, typed_columns
-from sheetsync.models import ID_LENGTH, Question, QuestionType, Step, Submission
+from sheetsync.models import ID_LENGTH, QuestionType
 from sheetsync.settings import Settings, get_settings
 
 #: Joins the choices of a multi-choice answer.
 MULTI_VALUE_SEPARATOR = ", "
 _join_choices = MULTI_VALUE_SEPARATOR.join
-#: Columns before the question columns: answer id, submitter, submitted at.
-FIXED_COLUMNS = 3
-_QUESTION_TYPES: dict[str | None, QuestionType] = {kind.value: kind for kind in QuestionType}
-_warned_types: set[str | None] = set()
-
-log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class Column:
-    """One question column of the sheet. ``type`` is the name as stored when this version
-    does not know it: such a column is shown as text."""
-
-    question_id: str
-    title: str
-    type: QuestionType | str
-
-
-@dataclass(frozen=True)
-class FormLayout:
-    """A form's columns in order, and the display-only questions whose answers are dropped."""
-
-    submission_id: str
-    columns: tuple[Column, ...]
-    ignored_question_ids: frozenset[str] = field(default_factory=frozenset)
-    #: Each column's cell index (0 is column A), from the link's column map; None: the
-    #: columns follow the fixed ones in order (a form's own layout).
-    positions: tuple[int, ...] | None = None
-
-    @property
-    def cell_indexes(self) -> tuple[int, ...]:
-        if self.positions is not None:
-            return self.positions
-        return tuple(range(FIXED_COLUMNS, FIXED_COLUMNS + len(self.columns)))
-
-    @property
-    def width(self) -> int:
-        """Cells per row: the fixed ones, then up to the last column."""
-        return max((*self.cell_indexes, FIXED_COLUMNS - 1)) + 1
-
-    @classmethod
-    def from_questions(
-        cls, submission_id: str, questions: Iterable[tuple[str, str, QuestionType | str]]
-    ) -> FormLayout:
-        """Build from ``(question id, title, type)`` already in form order; a type may be
-        given by name, and an unknown one makes a text column."""
-        columns: list[Column] = []
-        ignored: set[str] = set()
-        for question_id, title, type_name in questions:
-            kind = question_type(type_name)
-            if kind is QuestionType.JUMBOTRON:
-                ignored.add(question_id)
-            else:
-                columns.append(Column(question_id, title, kind))
-        return cls(submission_id, tuple(columns), frozenset(ignored))
-
-    @property
-    def question_ids(self) -> tuple[str, ...]:
-        return tuple(column.question_id for column in self.columns)
-
-    @property
-    def has_personal_info(self) -> bool:
-        return any(column.type is QuestionType.PERSONAL_INFO for column in self.columns)
-
-
-def question_type(type_name: str | QuestionType | None) -> QuestionType | str:
-    """The type by its stored name; a name this version does not know stays a name."""
-    if isinstance(type_name, QuestionType):
-        return type_name
-    return _QUESTION_TYPES.get(type_name, str(type_name))
-
-
-def load_layout(session: Session, submission_id: str) -> FormLayout:
-    """The layout of form ``submission_id``; :class:`NotFoundError` if there is no such form.
-
-    The type is read as text, so a type the web app added since this version is a text
-    column (logged once per process) rather than an error for the whole form.
-    """
-    rows = session.execute(
-        select(Question.id, Question.title, type_coerce(Question.type, String()))
-        .join(Step, Question.step_id == Step.id)
-        .where(Step.submission_id == submission_id)
-        .order_by(Step.position, Step.id, Question.position, Question.id)
-    ).all()
-    if not rows and session.get(Submission, submission_id) is None:
-        raise NotFoundError(f"form {submission_id} does not exist", submission_id=submission_id)
-    for type_name in {row[2] for row in rows} - _QUESTION_TYPES.keys() - _warned_types:
-        _warned_types.add(type_name)
-        log.warning("question type %r is unknown to this version: written as text", type_name)
-    return FormLayout.from_questions(submission_id, ((r[0], r[1], r[2]) for r in rows))
 
 
 def header_row(layout: FormLayout, settings: Settings | None = None) -> list[str]:
@@ -139,8 +44,8 @@ def header_row(layout: FormLayout, settings: Settings | None = None) -> list[str
         settings.header_submitter,
         settings.header_submitted_at,
     ]
-    for index, column in zip(layout.cell_indexes, layout.columns, strict=True):
-        cells[index] = column.title
+    for index, question in zip(layout.cell_indexes, layout.questions, strict=True):
+        cells[index] = question.title
     return [fit_cell(text, limit) for text in cells]
 
 
@@ -162,83 +67,6 @@ def fit_cell(text: str, limit: int) -> str:
             break
         keep = new_keep
     return (text[:keep] + marker)[:limit]
-
-
-def format_time(value: datetime, zone: tzinfo) -> str:
-    """``value`` as ``YYYY-MM-DD HH:MM:SS`` in ``zone``; a naive value is taken as UTC.
-
-    The reference for :func:`time_formatter`, which gives the same text faster.
-    """
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    # isoformat is about twice as fast as strftime and gives the same first 19 characters.
-    return value.astimezone(zone).isoformat(" ", "seconds")[:19]
-
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_EPOCH_ORDINAL = _EPOCH.toordinal()
-_SECOND = timedelta(seconds=1)
-_LAST_SECOND_OF_HOUR = timedelta(seconds=3599)
-#: `` HH`` for every hour, and ``:MM:SS`` for every second of an hour (3600 short strings).
-_HOUR_TEXT = tuple(f" {hour:02d}" for hour in range(24))
-_MINUTE_SECOND_TEXT = tuple(
-    f":{minute:02d}:{second:02d}" for minute in range(60) for second in range(60)
-)
-#: Marks a UTC hour in which the zone's offset changes (a DST switch, say).
-_MIXED = 1 << 40
-#: Cached hours and days per formatter, before the caches start over.
-_CACHE_ENTRIES = 4096
-
-
-def time_formatter(zone: tzinfo) -> Callable[[datetime], str]:
-    """A function giving :func:`format_time` ``(value, zone)``, about five times faster.
-
-    It works in whole seconds since the epoch: the zone's offset is looked up once per
-    UTC hour (checked at both ends of the hour; an hour with a change of offset, such as
-    a DST switch, is left to :func:`format_time`), and the ``YYYY-MM-DD HH`` text once
-    per local hour. The rest is arithmetic and a table of ``:MM:SS``. Use one per zone
-    and batch (or longer: the caches are bounded).
-    """
-    offsets: dict[int, int] = {}  # UTC hour since the epoch -> offset in seconds, or _MIXED
-    hours: dict[int, str] = {}  # local hour since the epoch -> "YYYY-MM-DD HH"
-
-    def offset_of(hour: int) -> int:
-        start = _EPOCH + timedelta(hours=hour)
-        try:
-            first = start.astimezone(zone).utcoffset()
-            last = (start + _LAST_SECOND_OF_HOUR).astimezone(zone).utcoffset()
-        except OverflowError:  # the ends of datetime's range
-            return _MIXED
-        if first is None or first != last:
-            return _MIXED
-        return first // _SECOND
-
-    def format_local(value: datetime) -> str:
-        try:
-            seconds: int = (value - _EPOCH) // _SECOND
-        except TypeError:  # naive, or a tzinfo without an offset
-            return format_time(value, zone)
-        offset = offsets.get(seconds // 3600)
-        if offset is None:
-            if len(offsets) >= _CACHE_ENTRIES:
-                offsets.clear()
-            offset = offsets[seconds // 3600] = offset_of(seconds // 3600)
-        if offset == _MIXED:
-            return format_time(value, zone)
-        local = seconds + offset
-        hour_text = hours.get(local // 3600)
-        if hour_text is None:
-            day, hour = divmod(local // 3600, 24)
-            try:
-                hour_text = date.fromordinal(day + _EPOCH_ORDINAL).isoformat() + _HOUR_TEXT[hour]
-            except (ValueError, OverflowError):  # beyond year 9999 in the zone
-                return format_time(value, zone)
-            if len(hours) >= _CACHE_ENTRIES:
-                hours.clear()
-            hours[local // 3600] = hour_text
-        return hour_text + _MINUTE_SECOND_TEXT[local % 3600]
-
-    return format_local
 
 
 class RowBuilder:
@@ -279,14 +107,14 @@ class RowBuilder:
         # Question id -> cell index, negated for PERSONAL_INFO (indexes start at 3, so
         # the sign is unambiguous): one dict lookup per answer item tells both.
         self._slots: dict[str, int] = {
-            column.question_id: -index if column.type is QuestionType.PERSONAL_INFO else index
-            for index, column in zip(indexes, layout.columns, strict=True)
+            question.question_id: -index if question.type is QuestionType.PERSONAL_INFO else index
+            for index, question in zip(indexes, layout.questions, strict=True)
         }
         # With typed cells: (cell index, parser) of NUMBER and DATE columns; a value
         # that does not parse stays text (see typed_cells).
         self._typed: tuple[tuple[int, Callable[[str], Cell]], ...] | None = None
         if typed:
-            kinds = (column.type for column in layout.columns)
+            kinds = (question.type for question in layout.questions)
             self._typed = typed_columns(zip(indexes, kinds, strict=True), self.zone)
         # The question cells :meth:`build` starts each row with, and where its answers
         # go. The extra cell at the end takes the answers to ignored questions (so they
@@ -301,9 +129,9 @@ class RowBuilder:
         if layout.has_personal_info:
             self._decrypt = (keyring or default_keyring()).decrypt
             contexts = [b""] * width
-            for index, column in zip(indexes, layout.columns, strict=True):
-                if column.type is QuestionType.PERSONAL_INFO:
-                    contexts[index] = question_context(column.question_id)
+            for index, question in zip(indexes, layout.questions, strict=True):
+                if question.type is QuestionType.PERSONAL_INFO:
+                    contexts[index] = question_context(question.question_id)
             self._contexts = tuple(contexts)
 
     def build(

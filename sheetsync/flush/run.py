@@ -7,7 +7,8 @@ alone), **write** (:mod:`sheetsync.flush.writer`: durable intent, then ``values.
 and **settle** (ledger and intent in one transaction, then LTRIM). A crash between any
 two steps loses and duplicates nothing (docs/ARCHITECTURE.md, "Crash safety").
 
-How a run that ends in an exception ends is one table, in :mod:`sheetsync.flush.endings`.
+The task's entry point is :func:`sheetsync.flush.entry.flush`; how a run that raised ends
+is one table, in :mod:`sheetsync.flush.failures`.
 """
 
 from __future__ import annotations
@@ -22,17 +23,19 @@ from sheetsync.buffers.store import Lease
 from sheetsync.errors import CredentialError, HoldForBatch, RateLimited, WaitForIntent
 from sheetsync.flush import header, intents
 from sheetsync.flush.batches import Batch, BatchBuilder
-from sheetsync.flush.endings import complete_replays, end_with, note_replays
-from sheetsync.flush.outcomes import Outcome, Tally, report_run
-from sheetsync.flush.rollover import Tab, Tabs, tab_of
-from sheetsync.flush.rows import FormLayout, header_row
+from sheetsync.flush.layout import FormLayout
+from sheetsync.flush.outcomes import Outcome, Tally
+from sheetsync.flush.replays import ReplaysInFlight
+from sheetsync.flush.rollover import Rollover
+from sheetsync.flush.rows import header_row
+from sheetsync.flush.sheet import ActiveTab, SheetAccess, Tab, tab_of
 from sheetsync.flush.typed import link_zone
 from sheetsync.flush.writer import SheetWriter, fenced, request_deadline
-from sheetsync.keys import BufferKey, token_buffer
+from sheetsync.keys import BufferKey
 from sheetsync.metrics import events
 from sheetsync.metrics.names import BATCH_SIZE
 from sheetsync.models import CredentialStatus, GoogleCredential, TransactionType
-from sheetsync.pipeline import Pipeline
+from sheetsync.services import Services
 from sheetsync.sheets.client import SheetsClient, quote_title
 
 log = logging.getLogger(__name__)
@@ -49,61 +52,27 @@ DEFAULT_LINGER_POLL_S = 0.05
 DEFAULT_HOLD_RECHECK_S = 0.5
 
 
-def flush(pipeline: Pipeline, token: str) -> Outcome:
-    """Run the flush task whose id is ``token``; count and log how it went (one
-    structured ``flush.run`` event, and the run's metrics published in one round trip)."""
-    started = time.monotonic()
-    outcome: Outcome | None = None
-    try:
-        outcome = _flush(pipeline, token)
-        return outcome
-    finally:
-        report_run(pipeline.redis, token, outcome, time.monotonic() - started)
-
-
-def _flush(pipeline: Pipeline, token: str) -> Outcome:
-    key = token_buffer(token)
-    lease = pipeline.store.claim(key, token)
-    if lease is None:
-        job = pipeline.store.job_state(key)
-        log.info(
-            "flush %s is a no-op: the buffer's job is %s (token %s)",
-            token,
-            job.get("state", "gone"),
-            job.get("token", "-"),
-        )
-        return Outcome("superseded")
-    run = FlushRun(pipeline, key, lease)
-    try:
-        run.drain()
-    except Exception as exc:
-        outcome = end_with(run, exc)
-    else:
-        outcome = run.finish()
-    complete_replays(run)
-    return outcome
-
-
 class FlushRun:
     """One claimed run of one buffer."""
 
-    def __init__(self, pipeline: Pipeline, key: BufferKey, lease: Lease) -> None:
-        self.p = pipeline
+    def __init__(self, services: Services, key: BufferKey, lease: Lease) -> None:
+        self.services = services
         self.key = key
         self.lease = lease
         self.tally = Tally()
+        #: The link's active tab, its writer and its roll-over, once the sheet is open.
+        self._tab: ActiveTab | None = None
         self._writer: SheetWriter | None = None
-        self._tabs: Tabs | None = None
-        self._batches = BatchBuilder(pipeline.settings, key)
+        self._rollover: Rollover | None = None
+        self._batches = BatchBuilder(services.settings, key)
         #: The column layout of the batch being built (its header starts a new tab).
         self._layout: FormLayout | None = None
         self._google_account = ""
         #: The credential's ``updated_at`` as this run read it: a reconnect changes it,
         #: and marking the credential INVALID is a compare-and-set on it.
         self.credential_version: datetime | None = None
-        #: Whether a transaction of this run that settled or parked ids saw a replay of
-        #: this sheet's answers in flight: the run then completes it when it ends.
-        self.replays_open = False
+        #: Replays of this sheet's answers that the run's transactions saw in flight.
+        self.replays = ReplaysInFlight(key)
 
     @property
     def writer(self) -> SheetWriter:
@@ -111,18 +80,24 @@ class FlushRun:
         return self._writer
 
     @property
-    def tabs(self) -> Tabs:
-        assert self._tabs is not None
-        return self._tabs
+    def tab(self) -> ActiveTab:
+        assert self._tab is not None
+        return self._tab
 
     @property
-    def has_tabs(self) -> bool:
-        return self._tabs is not None
+    def rollover(self) -> Rollover:
+        assert self._rollover is not None
+        return self._rollover
+
+    @property
+    def sheet_open(self) -> bool:
+        """Whether the run opened its sheet (the owner's credential was good)."""
+        return self._tab is not None
 
     @property
     def title_from_cache(self) -> bool:
-        """Whether the sheet's title came from the cache (a 400 may mean it changed)."""
-        return self._writer is not None and self._writer.title_from_cache
+        """Whether the tab's title came from the cache (a 400 may mean it changed)."""
+        return self._tab is not None and self._tab.title_from_cache
 
     # -- the run ---------------------------------------------------------------------
 
@@ -143,44 +118,46 @@ class FlushRun:
             left, oldest_age_s = self.write_and_settle(batch)
             if not left:
                 return
-            settings = self.p.settings
+            settings = self.services.settings
             short = left < settings.flush_threshold and oldest_age_s < settings.flush_delay_s
             if short and self._arrived_since(started):
                 return
 
     def _arrived_since(self, started: float) -> bool:
         """Whether ids arrived in the list after ``started`` (this process's clock)."""
-        return self.p.store.arrivals(self.key).newest_age_s < time.monotonic() - started
+        return self.services.store.arrivals(self.key).newest_age_s < time.monotonic() - started
 
     def finish(self, countdown_s: float | None = None, *, hold: bool = False) -> Outcome:
         """Hand the buffer to its next task (or delete the job when the list is empty)."""
-        next_task = self.p.store.finish(self.key, self.lease, countdown_s=countdown_s, hold=hold)
+        next_task = self.services.store.finish(
+            self.key, self.lease, countdown_s=countdown_s, hold=hold
+        )
         return Outcome("again" if next_task else "done", self.tally, next=next_task)
 
     def renew(self) -> Lease:
         """Extend the lease (or find the run fenced); every Sheets request from here on
         must end before it does."""
         renewing_at = time.monotonic()
-        lease = self.p.store.renew(self.key, self.lease)
+        lease = self.services.store.renew(self.key, self.lease)
         if lease is None:
             raise fenced(self.lease.token)
         self.lease = lease
-        if self._writer is not None:
-            self._writer.client.deadline = request_deadline(
-                renewing_at, lease, self.p.settings.lease_s
+        if self._tab is not None:
+            self._tab.access.client.deadline = request_deadline(
+                renewing_at, lease, self.services.settings.lease_s
             )
         return lease
 
     # -- prepare -----------------------------------------------------------------------
 
     def prepare(self) -> None:
-        with self.p.sessions() as session:
+        with self.services.sessions() as session:
             tab = tab_of(links.check(session, self.key))
         self._open_client(tab)
         self._resolve_intents()
 
     def _open_client(self, tab: Tab) -> None:
-        with self.p.sessions() as session:
+        with self.services.sessions() as session:
             credential = session.get(GoogleCredential, self.key.user_id)
             if credential is None:
                 raise CredentialError(f"owner {self.key.user_id} has no Google credential")
@@ -197,26 +174,27 @@ class FlushRun:
             )
         client = SheetsClient(
             refresh_token,
-            settings=self.p.settings,
-            acquire=self.p.limiter.acquirer(
+            settings=self.services.settings,
+            acquire=self.services.limiter.acquirer(
                 self._google_account, DEFAULT_SLOT_LEAD_S, waiter=self.key.base
             ),
         )
-        self._writer = SheetWriter(self.p, self.key, client, self.tally, self.renew)
-        self._tabs = Tabs(self.p, self.key, client, self.tally, self.renew, tab)
-        self._writer.tab_gid = self._tabs.tab.gid
+        access = SheetAccess(self.services, self.key, client, self.tally, self.renew)
+        self._tab = ActiveTab(access, tab)
+        self._writer = SheetWriter(self._tab)
+        self._rollover = Rollover(self._tab)
 
     def _resolve_intents(self) -> None:
         """Intents left open by an earlier run: whatever of them is in the sheet is
         COMPLETED, the rest stays ENQUEUED (and in the list, or the reconciler's)."""
-        with self.p.sessions() as session:
+        with self.services.sessions() as session:
             pending = intents.open_for(session, self.key)
         if not pending:
             return
-        now_ms = self.p.store.redis_now_ms()
+        now_ms = self.services.store.redis_now_ms()
         # The earlier run gave its append up by the deadline; Google may take a little
         # longer to apply one it received, so the sheet is read a request timeout later.
-        settle_ms = int(self.p.settings.google_timeout_s * 1000)
+        settle_ms = int(self.services.settings.google_timeout_s * 1000)
         for intent in pending:
             if intent.deadline_ms and intent.deadline_ms + settle_ms > now_ms:
                 raise WaitForIntent(
@@ -224,7 +202,7 @@ class FlushRun:
                     retry_after_s=(intent.deadline_ms + settle_ms - now_ms) / 1000,
                 )
         for intent in pending:
-            title = self._title_of_tab(intent.tab_sheet_id)
+            title = self.tab.title_of(intent.tab_sheet_id)
             column = self._id_column(title, intent.after_row, set(intent.answer_ids))
             in_sheet = {row[0] for row in column if row}
             landed = [answer_id for answer_id in intent.answer_ids if answer_id in in_sheet]
@@ -234,8 +212,8 @@ class FlushRun:
                 len(landed),
                 len(intent.answer_ids),
             )
-            with self.p.sessions.begin() as session:
-                note_replays(self, session)
+            with self.services.sessions.begin() as session:
+                self.replays.note(session)
                 ledger.record(
                     session,
                     landed,
@@ -246,30 +224,20 @@ class FlushRun:
                 intents.resolve(session, intent.id)
         self.trim(0, FORGET_LAST_ROW)  # the sheet's end is re-learned from the next append
 
-    def _title_of_tab(self, gid: int | None) -> str:
-        """The title of the tab an intent's append went to (it may not be the active
-        one: the link rolled over since)."""
-        if gid is None or gid == self.writer.tab_gid:
-            return self.writer.title()
-        self.renew()
-        title = self.writer.client.sheet_title(self.key.spread_sheet_id, gid)
-        self.tally.requests.append("spreadsheets.get")
-        return title
-
     def _id_column(self, title: str, after_row: int | None, ids: set[str]) -> list[list[str]]:
         """The id column below ``after_row``; the whole column when that window does not
         hold every id (a person deleted or sorted rows above it)."""
         quoted = quote_title(title)
         if after_row:
             self.renew()
-            window = self.writer.client.read_values(
+            window = self.tab.access.client.read_values(
                 self.key.spread_sheet_id, f"{quoted}!A{after_row + 1}:A"
             )
             self.tally.requests.append("values.get")
             if ids <= {row[0] for row in window if row}:
                 return window
         self.renew()
-        column = self.writer.client.read_values(self.key.spread_sheet_id, f"{quoted}!A:A")
+        column = self.tab.access.client.read_values(self.key.spread_sheet_id, f"{quoted}!A:A")
         self.tally.requests.append("values.get")
         return column
 
@@ -277,25 +245,25 @@ class FlushRun:
 
     def next_batch(self) -> Batch | None:
         """The head of the list as rows, or None when the list is empty."""
-        if not self.p.store.buffer_length(self.key):
+        if not self.services.store.buffer_length(self.key):
             return None
         self._linger()
-        wait = self.p.limiter.reserve(self._google_account, self.key.base)
+        wait = self.services.limiter.reserve(self._google_account, self.key.base)
         if wait > DEFAULT_SLOT_LEAD_S:
             # The slot is reserved for this buffer: wake up a little before it, build
             # the batch meanwhile, and the append waits the rest (see acquirer).
             raise RateLimited(
                 "no slot for the next append", retry_after_s=wait - DEFAULT_SLOT_LEAD_S
             )
-        ids = self.p.store.read_batch(self.key, self.p.settings.batch_size)
+        ids = self.services.store.read_batch(self.key, self.services.settings.batch_size)
         if not ids:
             return None
-        with self.p.sessions() as session:
+        with self.services.sessions() as session:
             links.check(session, self.key)  # removed since the run started: write nothing
             form = self._batches.layout(session)
-        layout = self._layout = header.columns_for_batch(self.writer, form)
-        zone = link_zone(self.p.settings, self.writer.sheet()[1])
-        with self.p.sessions() as session:
+        layout = self._layout = header.columns_for_batch(self.tab, form)
+        zone = link_zone(self.services.settings, self.tab.sheet()[1])
+        with self.services.sessions() as session:
             return self._batches.build(session, ids, layout=layout, zone=zone)
 
     def _hold_for_a_fuller_batch(self) -> None:
@@ -309,15 +277,15 @@ class FlushRun:
         every :data:`DEFAULT_HOLD_RECHECK_S`; a shorter one is spent in :meth:`_linger`.
         """
         wait = self._batch_wait_s()
-        if wait > self.p.settings.flush_linger_s:
+        if wait > self.services.settings.flush_linger_s:
             raise HoldForBatch(
                 "waiting for a fuller batch", retry_after_s=min(wait, DEFAULT_HOLD_RECHECK_S)
             )
 
     def _batch_wait_s(self) -> float:
         """How long waiting could still fill the batch (0: send what is there now)."""
-        settings = self.p.settings
-        seen = self.p.store.arrivals(self.key)
+        settings = self.services.settings
+        seen = self.services.store.arrivals(self.key)
         if not seen.length or seen.length >= settings.batch_size:
             return 0.0
         debounce_left = settings.flush_delay_s - seen.oldest_age_s
@@ -329,13 +297,13 @@ class FlushRun:
     def _linger(self) -> None:
         """Wait in-process (at most FLUSH_LINGER_S) while a fuller batch is on its way:
         until it is full, due, or arrivals pause for FLUSH_IDLE_S."""
-        settings = self.p.settings
+        settings = self.services.settings
         deadline = time.monotonic() + min(self._batch_wait_s(), settings.flush_linger_s)
-        length = self.p.store.buffer_length(self.key)
+        length = self.services.store.buffer_length(self.key)
         grown_at = time.monotonic()
         while length < settings.batch_size and time.monotonic() < deadline:
             time.sleep(DEFAULT_LINGER_POLL_S)
-            grown = self.p.store.buffer_length(self.key)
+            grown = self.services.store.buffer_length(self.key)
             if grown > length:
                 length, grown_at = grown, time.monotonic()
             elif time.monotonic() - grown_at >= settings.flush_idle_s:
@@ -346,17 +314,11 @@ class FlushRun:
         oldest one's age (s)."""
         if not batch.rows:
             return self.settle(batch, [], {}, last_row=None, intent_id=None)
-        writer = self.writer
-        title = writer.title()
-        batch = batch.cut(self.p.settings.request_bytes_max)
+        batch = batch.cut(self.services.settings.request_bytes_max)
         assert self._layout is not None  # set by next_batch
-        batch = self.tabs.fit(batch, header_row(self._layout, self.p.settings))
-        if writer.tab_gid != self.tabs.tab.gid:  # rolled over
-            writer.tab_gid = self.tabs.tab.gid
-            title = writer.title()
-        cache = self.p.store.sheet_cache(self.key)
-        intent_id, appended = writer.append(
-            title,
+        batch = self.rollover.fit(batch, header_row(self._layout, self.services.settings))
+        cache = self.services.store.sheet_cache(self.key)
+        intent_id, appended = self.writer.append(
             batch.rows,
             batch.appended_ids,
             after_row=cache.last_row,
@@ -387,10 +349,10 @@ class FlushRun:
         transaction, then trim the list. Returns the ids left and the oldest one's age."""
         failed = {**batch.failed, **refused}
         alert: str | None = None
-        with self.p.sessions.begin() as session:
-            note_replays(self, session)
+        with self.services.sessions.begin() as session:
+            self.replays.note(session)
             if landed:
-                alert = self.tabs.count(session, len(landed), self._width())
+                alert = self.rollover.count(session, len(landed), self._width())
             ledger.record(
                 session,
                 landed,
@@ -404,7 +366,7 @@ class FlushRun:
             if intent_id is not None:
                 intents.resolve(session, intent_id)
         if alert is not None:
-            self.tabs.alert(alert)
+            self.rollover.alert(alert)
         self.tally.appended += len(landed)
         self.tally.failed += len(failed)
         return self.trim(len(batch.consumed), last_row)
@@ -414,7 +376,7 @@ class FlushRun:
         return self._layout.width if self._layout is not None else 0
 
     def trim(self, count: int, last_row: int | str | None) -> tuple[int, float]:
-        left, oldest_age_s = self.p.store.trim(self.key, self.lease, count, last_row)
+        left, oldest_age_s = self.services.store.trim(self.key, self.lease, count, last_row)
         if left < 0:
             raise fenced(self.lease.token)
         return left, oldest_age_s

@@ -24,7 +24,6 @@ Cell = str | int | float
 
 #: Day 0 of Sheets' serial dates.
 _SERIAL_EPOCH = datetime(1899, 12, 30)
-_DAY = timedelta(days=1)
 #: A plain decimal: no leading zeros (``0012`` is an identifier), no sign but ``-``,
 #: no spaces, no thousands separators.
 _DECIMAL = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]{1,3})?")

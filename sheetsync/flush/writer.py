@@ -1,4 +1,4 @@
-"""The write path of a batch: title, header, intent, append, and rows Google refuses.
+"""The write path of a batch: intent, append, and the rows Google refuses.
 
 Every append goes through :meth:`SheetWriter.append`: a durable intent is committed
 first, the run's lease is renewed (which fences a run that lost its buffer), and the
@@ -10,17 +10,15 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from sheetsync.buffers.store import BufferStore, Lease
+from sheetsync.buffers.store import Lease
 from sheetsync.errors import ContentRefusedError, StaleRunError, TransientError
 from sheetsync.flush import intents
-from sheetsync.flush.outcomes import Tally
+from sheetsync.flush.sheet import ActiveTab
 from sheetsync.flush.typed import Cell
-from sheetsync.keys import BufferKey
-from sheetsync.pipeline import Pipeline
-from sheetsync.sheets.client import SheetsClient, quote_title
+from sheetsync.sheets.client import quote_title
 
 log = logging.getLogger(__name__)
 
@@ -46,69 +44,31 @@ class Appended:
 
 
 class SheetWriter:
-    """Writes the batches of one run to one sheet."""
+    """Writes the batches of one run to its link's active tab."""
 
-    def __init__(
-        self,
-        pipeline: Pipeline,
-        key: BufferKey,
-        client: SheetsClient,
-        tally: Tally,
-        renew: Callable[[], Lease],
-    ) -> None:
-        self.p = pipeline
-        self.key = key
-        self.client = client
-        self.tally = tally
-        self._renew = renew
-        self.title_from_cache = False
-        self._looked_up = False
-        #: The gid of the tab appends go to (the link's active tab: flush/rollover.py).
-        self.tab_gid = key.sheet_id
-
-    @property
-    def store(self) -> BufferStore:
-        return self.p.store
-
-    def renew(self) -> Lease:
-        """Renew the run's lease before a Sheets request (fenced: StaleRunError)."""
-        return self._renew()
-
-    def title(self) -> str:
-        return self.sheet()[0]
-
-    def sheet(self) -> tuple[str, str]:
-        """The tab's title and the spreadsheet's time zone ("" if it has none), read
-        together once and cached."""
-        cache = self.store.sheet_cache(self.key)
-        if cache.title is not None and cache.time_zone is not None:
-            # Looked up this run: a 400 then is not a renamed tab's stale title.
-            self.title_from_cache = not self._looked_up
-            return cache.title, cache.time_zone
-        self._renew()
-        title, time_zone = self.client.sheet_info(self.key.spread_sheet_id, self.tab_gid)
-        self._looked_up = True
-        self.title_from_cache = False
-        self.tally.requests.append("spreadsheets.get")
-        self.store.remember_sheet(self.key, title=title, time_zone=time_zone or "")
-        return title, time_zone or ""
+    def __init__(self, active: ActiveTab) -> None:
+        self.active = active
+        self.access = active.access
 
     def append(
         self,
-        title: str,
         rows: Sequence[list[Cell]],
         ids: Sequence[str],
         *,
         after_row: int | None,
     ) -> tuple[int, Appended]:
-        """Commit the intent, then append. Returns the intent's id and what landed.
+        """Commit the intent, then append to the active tab. Returns the intent's id and
+        what landed.
 
         The intent stays open when the append may have landed without our knowing
         (an ambiguous failure): the next run resolves it by reading the sheet.
         """
-        lease = self._renew()
-        with self.p.sessions.begin() as session:
-            intent_id = intents.record(session, self.key, lease, ids, after_row, self.tab_gid)
+        title = self.active.title()
+        lease = self.access.renew()
+        with self.access.services.sessions.begin() as session:
+            intent_id = intents.record(
+                session, self.access.key, lease, ids, after_row, self.active.gid
+            )
         self._check_time_left()
         appended = Appended()
         try:
@@ -117,7 +77,7 @@ class SheetWriter:
             if not exc.ambiguous and not appended.landed:
                 self._drop_intent(intent_id)
             elif exc.status is not None:
-                with self.p.sessions.begin() as session:
+                with self.access.services.sessions.begin() as session:
                     intents.answered(session, intent_id)
             raise
         except Exception:
@@ -144,8 +104,8 @@ class SheetWriter:
         while segments:
             part_rows, part_ids = segments.pop(0)
             if not first:
-                lease = self._renew()
-                with self.p.sessions.begin() as session:
+                lease = self.access.renew()
+                with self.access.services.sessions.begin() as session:
                     intents.extend(session, intent_id, lease.until_ms)
                 self._check_time_left()
             first = False
@@ -153,13 +113,13 @@ class SheetWriter:
                 # Column A only: Google's table detection then finds the table by the
                 # answer ids, so it starts at A whatever a person typed in row 1 or to
                 # the right of the data, and every cell stays under its column.
-                result = self.client.append_rows(
-                    self.key.spread_sheet_id, f"{quote_title(title)}!A:A", part_rows
+                result = self.access.client.append_rows(
+                    self.access.key.spread_sheet_id, f"{quote_title(title)}!A:A", part_rows
                 )
             except ContentRefusedError:
-                self.tally.requests.append("values.append (refused)")
+                self.access.tally.requests.append("values.append (refused)")
                 if len(part_rows) == 1:
-                    log.warning("flush of %s: Google refused one row", self.key.base)
+                    log.warning("flush of %s: Google refused one row", self.access.key.base)
                     appended.refused[part_ids[0]] = f"answer {part_ids[0]}: {REFUSED_REASON}"
                     continue
                 half = len(part_rows) // 2
@@ -168,18 +128,18 @@ class SheetWriter:
                     (part_rows[half:], part_ids[half:]),
                 ]
                 continue
-            self.tally.requests.append("values.append")
+            self.access.tally.requests.append("values.append")
             appended.landed += part_ids
             appended.last_row = result.last_row
 
     def _check_time_left(self) -> None:
-        deadline = self.client.deadline
+        deadline = self.access.client.deadline
         assert deadline is not None  # set by every renewal
         if deadline - time.monotonic() < DEFAULT_MIN_REQUEST_S:
             raise TransientError("the database took the lease's time; retrying", ambiguous=False)
 
     def _drop_intent(self, intent_id: int) -> None:
-        with self.p.sessions.begin() as session:
+        with self.access.services.sessions.begin() as session:
             intents.resolve(session, intent_id)
 
 

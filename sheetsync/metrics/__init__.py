@@ -1,4 +1,3 @@
-"""Prometheus metrics: the pipeline's events (:mod:`~sheetsync.metrics.events`, recorded
-by every process into Redis) and a scrape-time collector of the figures ``status`` shows
-(:mod:`~sheetsync.metrics.collector`), served by ``sheetsync metrics``. Every name is in
-:mod:`~sheetsync.metrics.names`."""
+"""Prometheus metrics as the pipeline records them: the events (:mod:`~sheetsync.metrics.events`,
+counted by every process into Redis) and every metric's name (:mod:`~sheetsync.metrics.names`).
+The exporter that serves them is :mod:`sheetsync.exporter`, a layer above."""

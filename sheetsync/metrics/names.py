@@ -7,8 +7,6 @@ kind or an outcome; never an answer, form, spreadsheet, owner or Google account 
 
 from __future__ import annotations
 
-NAMESPACE = "sheetsync"
-
 # -- events (counters and histograms, recorded by the pipeline) ---------------------------
 
 #: Counter, label ``to``: ledger rows written in each state (ENQUEUED at emit,

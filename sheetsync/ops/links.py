@@ -11,11 +11,11 @@ from datetime import datetime
 
 from sqlalchemy import func, select
 
+from sheetsync import deadletters
 from sheetsync.errors import NotFoundError
 from sheetsync.keys import BufferKey
 from sheetsync.models import SheetColumn, SpreadSheet
-from sheetsync.pipeline import Pipeline
-from sheetsync.recovery import deadletters
+from sheetsync.services import Services
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class Resumed:
     due_dead_letters: int
 
 
-def list_links(pipeline: Pipeline, *, paused_only: bool = False) -> list[LinkRow]:
+def list_links(services: Services, *, paused_only: bool = False) -> list[LinkRow]:
     """Every link (or every paused one), with how many columns its map has."""
     counts = (
         select(SheetColumn.link_id, func.count().label("n"))
@@ -55,7 +55,7 @@ def list_links(pipeline: Pipeline, *, paused_only: bool = False) -> list[LinkRow
     )
     if paused_only:
         query = query.where(SpreadSheet.paused_reason.is_not(None))
-    with pipeline.sessions() as session:
+    with services.sessions() as session:
         return [
             LinkRow(
                 link.id,
@@ -73,11 +73,11 @@ def list_links(pipeline: Pipeline, *, paused_only: bool = False) -> list[LinkRow
         ]
 
 
-def resume(pipeline: Pipeline, link_id: int) -> Resumed:
+def resume(services: Services, link_id: int) -> Resumed:
     """Resume a paused link: it writes again after checking row 1 afresh, and its
     PAUSED dead letters are due now (the beat replays them). Resuming a link that is not
     paused changes nothing but the check of row 1."""
-    with pipeline.sessions.begin() as session:
+    with services.sessions.begin() as session:
         link = session.get(SpreadSheet, link_id, with_for_update=True)
         if link is None:
             raise NotFoundError(f"link {link_id} does not exist")
@@ -89,5 +89,5 @@ def resume(pipeline: Pipeline, link_id: int) -> Resumed:
         )
         owner, form = link.create_user_id, link.submission_id
         key = BufferKey(owner, form, link.spread_sheet_id, link.sheet_id)
-    pipeline.store.forget_sheet(key, "header_ok")
+    services.store.forget_sheet(key, "header_ok")
     return Resumed(link_id, was_paused, due)

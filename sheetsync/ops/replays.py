@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 from sqlalchemy import select
 
+from sheetsync import deadletters
 from sheetsync.models import DeadLetter, DeadLetterStatus
-from sheetsync.pipeline import Pipeline
-from sheetsync.recovery import deadletters
+from sheetsync.services import Services
 
 #: Ids per claim (keeps the IN list well under every database's parameter limit).
 CLAIM_CHUNK = 500
@@ -41,17 +41,17 @@ class Sent:
     taken: list[int]
 
 
-def candidates(pipeline: Pipeline, *, ids: Sequence[int] | None, user_id: str | None) -> Candidates:
+def candidates(services: Services, *, ids: Sequence[int] | None, user_id: str | None) -> Candidates:
     """Named entries may be PENDING, FAILED, or REPLAYING (claimable only once stale: its
     worker died); without names, every PENDING entry (of ``user_id``, if given)."""
     if ids is None:
-        with pipeline.sessions() as session:
+        with services.sessions() as session:
             query = select(DeadLetter.id).where(DeadLetter.status == DeadLetterStatus.PENDING)
             if user_id is not None:
                 query = query.where(DeadLetter.user_id == user_id)
             found = list(session.scalars(query.order_by(DeadLetter.id)))
         return Candidates(found, [], named=False)
-    statuses = _statuses(pipeline, ids)
+    statuses = _statuses(services, ids)
     chosen: list[int] = []
     skipped: list[tuple[int, str]] = []
     for entry_id in ids:
@@ -63,7 +63,7 @@ def candidates(pipeline: Pipeline, *, ids: Sequence[int] | None, user_id: str | 
     return Candidates(chosen, skipped, named=True)
 
 
-def send_to_workers(pipeline: Pipeline, chosen: Candidates) -> Sent:
+def send_to_workers(services: Services, chosen: Candidates) -> Sent:
     """Claim the chosen entries and send one replay task each."""
     from sheetsync.dispatch import get_dispatcher
 
@@ -72,7 +72,7 @@ def send_to_workers(pipeline: Pipeline, chosen: Candidates) -> Sent:
     claimed: list[int] = []
     for start in range(0, len(chosen.ids), CLAIM_CHUNK):
         chunk = chosen.ids[start : start + CLAIM_CHUNK]
-        claimed.extend(claim(pipeline, chunk, include_failed=chosen.named))
+        claimed.extend(claim(services, chunk, include_failed=chosen.named))
     owned = set(claimed)
     taken = [entry_id for entry_id in chosen.ids if entry_id not in owned]
     sent: list[int] = []
@@ -82,23 +82,23 @@ def send_to_workers(pipeline: Pipeline, chosen: Candidates) -> Sent:
             sent.append(entry_id)
     finally:
         done = set(sent)
-        release(pipeline, [entry_id for entry_id in claimed if entry_id not in done])
+        release(services, [entry_id for entry_id in claimed if entry_id not in done])
     return Sent(sent, taken)
 
 
-def claim(pipeline: Pipeline, ids: Sequence[int], *, include_failed: bool) -> list[int]:
+def claim(services: Services, ids: Sequence[int], *, include_failed: bool) -> list[int]:
     """Make ``ids`` due now and claim them; returns the ones this process now owns."""
-    deadletters.make_due(pipeline.sessions, ids=ids, include_failed=include_failed)
-    return deadletters.claim_due(pipeline.sessions, ids=ids, limit=len(ids))
+    deadletters.make_due(services.sessions, ids=ids, include_failed=include_failed)
+    return deadletters.claim_due(services.sessions, ids=ids, limit=len(ids))
 
 
-def release(pipeline: Pipeline, ids: Sequence[int]) -> None:
+def release(services: Services, ids: Sequence[int]) -> None:
     """Give claimed entries that were never replayed back: PENDING, due now."""
-    deadletters.release(pipeline.sessions, ids)
+    deadletters.release(services.sessions, ids)
 
 
-def _statuses(pipeline: Pipeline, ids: Sequence[int]) -> dict[int, str]:
-    with pipeline.sessions() as session:
+def _statuses(services: Services, ids: Sequence[int]) -> dict[int, str]:
+    with services.sessions() as session:
         rows = session.execute(
             select(DeadLetter.id, DeadLetter.status).where(DeadLetter.id.in_(list(ids)))
         ).all()

@@ -22,19 +22,19 @@ from sheetsync.models import (
     utcnow,
 )
 from sheetsync.ops import heartbeats
-from sheetsync.pipeline import Pipeline
+from sheetsync.services import Services
 
 #: Commands per Redis pipeline round trip.
 PIPELINE_CHUNK = 1000
 
 
-def collect_buffers(pipeline: Pipeline, limit: int) -> dict[str, Any]:
+def collect_buffers(services: Services, limit: int) -> dict[str, Any]:
     """The buffers of the index, oldest first, up to ``limit``. A buffer's
     ``oldest_age_s`` is the age of the oldest id still in it, read from its arrival runs
     (the index score lags behind them: ids pushed while a run drains the list keep the
     score of ids trimmed since); ``age_source`` says ``arrivals``, or ``index`` for a
     buffer with no runs noted."""
-    client = pipeline.redis
+    client = services.redis
     seconds, micros = client.time()  # Redis's clock: ages agree whatever this host's says
     now = seconds * 1000 + micros // 1000
     total = int(client.zcard(BUFFER_INDEX))
@@ -120,9 +120,9 @@ def _job(job: dict[str, str], now: int) -> dict[str, Any]:
     }
 
 
-def collect_workers(pipeline: Pipeline) -> dict[str, Any]:
+def collect_workers(services: Services) -> dict[str, Any]:
     """The worker and beat processes with a fresh heartbeat, and the queues consumed."""
-    beats = heartbeats.live(pipeline.redis)
+    beats = heartbeats.live(services.redis)
     return {
         "max_heartbeat_age_s": heartbeats.DEFAULT_HEARTBEAT_TTL_S,
         "live": [
@@ -157,8 +157,8 @@ def flag_stalled(buffers: dict[str, Any], workers: dict[str, Any]) -> list[dict[
     return [{"queue": queue, "overdue_buffers": count} for queue, count in sorted(stalled.items())]
 
 
-def collect_dead_letters(pipeline: Pipeline) -> dict[str, Any]:
-    with pipeline.sessions() as session:
+def collect_dead_letters(services: Services) -> dict[str, Any]:
+    with services.sessions() as session:
         rows = session.execute(
             select(DeadLetter.status, DeadLetter.reason, func.count())
             .group_by(DeadLetter.status, DeadLetter.reason)
@@ -187,9 +187,9 @@ def collect_dead_letters(pipeline: Pipeline) -> dict[str, Any]:
     }
 
 
-def collect_credentials(pipeline: Pipeline) -> dict[str, int]:
+def collect_credentials(services: Services) -> dict[str, int]:
     """Google credentials by status (every status, 0 when none)."""
-    with pipeline.sessions() as session:
+    with services.sessions() as session:
         rows = session.execute(
             select(GoogleCredential.status, func.count()).group_by(GoogleCredential.status)
         ).all()
@@ -199,15 +199,15 @@ def collect_credentials(pipeline: Pipeline) -> dict[str, int]:
     return counts
 
 
-def collect_limiter(pipeline: Pipeline) -> dict[str, Any]:
-    limiter = pipeline.limiter
+def collect_limiter(services: Services) -> dict[str, Any]:
+    limiter = services.limiter
     project = limiter.usage()
-    with pipeline.sessions() as session:
+    with services.sessions() as session:
         accounts = sorted(set(session.scalars(select(GoogleCredential.google_account_id))))
-    used = _account_use(pipeline, accounts)
-    limit = pipeline.settings.rate_limit_per_account
+    used = _account_use(services, accounts)
+    limit = services.settings.rate_limit_per_account
     return {
-        "window_s": pipeline.settings.rate_window_s,
+        "window_s": services.settings.rate_window_s,
         "project": {"used": project.used, "limit": project.limit},
         "accounts": [
             {"account": account, "used": count, "limit": limit}
@@ -216,16 +216,16 @@ def collect_limiter(pipeline: Pipeline) -> dict[str, Any]:
     }
 
 
-def _account_use(pipeline: Pipeline, accounts: Sequence[str]) -> list[int]:
+def _account_use(services: Services, accounts: Sequence[str]) -> list[int]:
     """Requests in each account's current window, as ``RateLimiter.usage`` counts them,
     but pipelined: one round trip per thousand accounts instead of two per account."""
     if not accounts:
         return []
-    seconds, micros = pipeline.redis.time()
-    since = f"({seconds * 1000 + micros // 1000 - pipeline.limiter.window_ms}"
+    seconds, micros = services.redis.time()
+    since = f"({seconds * 1000 + micros // 1000 - services.limiter.window_ms}"
     counts: list[int] = []
     for start in range(0, len(accounts), PIPELINE_CHUNK):
-        pipe = pipeline.redis.pipeline(transaction=False)
+        pipe = services.redis.pipeline(transaction=False)
         for account in accounts[start : start + PIPELINE_CHUNK]:
             pipe.zcount(rate_account_key(account), since, "+inf")
         counts.extend(int(n) for n in pipe.execute())

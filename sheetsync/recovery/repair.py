@@ -32,24 +32,24 @@ from sheetsync.models import (
     User,
     utcnow,
 )
-from sheetsync.pipeline import Pipeline
+from sheetsync.services import Services
 
 log = logging.getLogger(__name__)
 
 
-def sweep(pipeline: Pipeline) -> list[FlushTask]:
+def sweep(services: Services) -> list[FlushTask]:
     """Re-dispatch every job that is stuck, and drop empty buffers from the index.
 
     The rule is sweep.lua's; this reads only the buffers the due index says are due (a
     job past its due time and grace, or past its lease), and sends what it returns.
     """
-    buffers = pipeline.store.due_buffers()
+    buffers = services.store.due_buffers()
     if not buffers:
         return []
-    tasks = pipeline.store.sweep(buffers, QUEUE_DEFAULT, _busy_queues())
+    tasks = services.store.sweep(buffers, QUEUE_DEFAULT, _busy_queues())
     for task in tasks:
         log.warning("sweeper re-dispatches %s (replacing %s)", task.token, task.superseded)
-    send_tasks(pipeline.store, tasks)
+    send_tasks(services.store, tasks)
     return tasks
 
 
@@ -84,7 +84,7 @@ class _Group:
 
 
 def reconcile(
-    pipeline: Pipeline, *, ids_per_buffer: int = DEFAULT_IDS_PER_BUFFER
+    services: Services, *, ids_per_buffer: int = DEFAULT_IDS_PER_BUFFER
 ) -> ReconcileReport:
     """Push again the ENQUEUED answers older than ``reconcile_after_s`` that are not in
     their buffer: their ids were lost from Redis (a restart, a failover, a push that
@@ -101,26 +101,26 @@ def reconcile(
     Ids an open intent covers are left alone until a flush resolves the intent (it may
     have landed); a buffer whose intent nothing would resolve gets a flush. An id
     whose answer or link is gone ends FAILED with the reason."""
-    cutoff = utcnow() - timedelta(seconds=pipeline.settings.reconcile_after_s)
-    with pipeline.sessions() as session:
+    cutoff = utcnow() - timedelta(seconds=services.settings.reconcile_after_s)
+    with services.sessions() as session:
         open_intents = intents.all_open(session)
         groups = [_Group(*row) for row in session.execute(_lost_groups(cutoff)).all()]
-    _flush_stale_intents(pipeline, open_intents)
+    _flush_stale_intents(services, open_intents)
     covered = {
         (intent.spread_sheet_id, intent.sheet_id, answer_id)
         for intent in open_intents
         for answer_id in intent.answer_ids
     }
-    _fail_orphans(pipeline, [g for g in groups if g.key is None], cutoff)
+    _fail_orphans(services, [g for g in groups if g.key is None], cutoff)
     buffers = answers = 0
-    for group in _short_buffers(pipeline, [g for g in groups if g.key is not None]):
+    for group in _short_buffers(services, [g for g in groups if g.key is not None]):
         key = group.key
         assert key is not None
-        with pipeline.sessions() as session:
+        with services.sessions() as session:
             ids = _old_ids(session, group, cutoff, ids_per_buffer)
         ids = [i for i in ids if (key.spread_sheet_id, key.sheet_id, i) not in covered]
-        missing = _missing_from_buffer(pipeline, key, ids)
-        if missing and push(pipeline.store, [(key, queue_for_plan(group.plan))], missing):
+        missing = _missing_from_buffer(services, key, ids)
+        if missing and push(services.store, [(key, queue_for_plan(group.plan))], missing):
             buffers += 1
             answers += len(missing)
     if answers:
@@ -128,10 +128,10 @@ def reconcile(
     return ReconcileReport(buffers, answers)
 
 
-def _short_buffers(pipeline: Pipeline, groups: list[_Group]) -> list[_Group]:
+def _short_buffers(services: Services, groups: list[_Group]) -> list[_Group]:
     """The groups whose buffer holds fewer ids than are ENQUEUED for it, or has no job
     (one pipelined round trip for all of them)."""
-    pipe = pipeline.redis.pipeline(transaction=False)
+    pipe = services.redis.pipeline(transaction=False)
     for group in groups:
         key = group.key
         assert key is not None
@@ -146,19 +146,19 @@ def _short_buffers(pipeline: Pipeline, groups: list[_Group]) -> list[_Group]:
     return short
 
 
-def _missing_from_buffer(pipeline: Pipeline, key: BufferKey, ids: list[str]) -> list[str]:
+def _missing_from_buffer(services: Services, key: BufferKey, ids: list[str]) -> list[str]:
     """The ids that are not in the buffer's list (read whole, in chunks).
 
     Pushing an id twice is harmless (a flush skips what the ledger says is settled), so
     this only avoids needless work."""
-    client = pipeline.redis
+    client = services.redis
     length, has_job = client.llen(key.buf), client.exists(key.job)
     if not length:
         return ids
     if not has_job:
         # Ids with no task (Redis lost some keys): enqueue only makes a job for an empty
         # list, so give this one its job here.
-        send_tasks(pipeline.store, pipeline.store.sweep([key], QUEUE_DEFAULT))
+        send_tasks(services.store, services.store.sweep([key], QUEUE_DEFAULT))
     pipe = client.pipeline(transaction=False)
     for start in range(0, length, LIST_CHUNK):
         pipe.lrange(key.buf, start, start + LIST_CHUNK - 1)
@@ -227,10 +227,10 @@ def _old_ids(session: Session, group: _Group, cutoff: datetime, limit: int) -> l
     return list(session.scalars(query))
 
 
-def _fail_orphans(pipeline: Pipeline, groups: list[_Group], cutoff: datetime) -> None:
+def _fail_orphans(services: Services, groups: list[_Group], cutoff: datetime) -> None:
     """ENQUEUED ids whose answer or link is gone: FAILED with the reason."""
     failed = 0
-    with pipeline.sessions.begin() as session:
+    with services.sessions.begin() as session:
         for group in groups:
             reason = MISSING_ANSWER if group.submission_id is None else links.LINK_REMOVED
             ids = _old_ids(session, group, cutoff, DEFAULT_IDS_PER_BUFFER)
@@ -249,7 +249,7 @@ def _busy_queues() -> frozenset[str]:
         return frozenset()  # no dispatcher: nobody is busy
 
 
-def _flush_stale_intents(pipeline: Pipeline, open_intents: list[SheetIntent]) -> None:
+def _flush_stale_intents(services: Services, open_intents: list[SheetIntent]) -> None:
     """An intent whose buffer has no job (Redis lost it) would never be resolved: give
     that buffer a flush, which resolves it before anything else (waiting, if the append
     may still land, until its deadline has passed)."""
@@ -260,9 +260,9 @@ def _flush_stale_intents(pipeline: Pipeline, open_intents: list[SheetIntent]) ->
         key = BufferKey(
             intent.user_id, intent.submission_id, intent.spread_sheet_id, intent.sheet_id
         )
-        if pipeline.redis.exists(key.job):
+        if services.redis.exists(key.job):
             continue
-        task = pipeline.store.adopt(key, QUEUE_DEFAULT, even_empty=True)
+        task = services.store.adopt(key, QUEUE_DEFAULT, even_empty=True)
         if task is not None:
             tasks.append(task)
-    send_tasks(pipeline.store, tasks)
+    send_tasks(services.store, tasks)

@@ -21,12 +21,12 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from sheetsync import credentials, ledger, links, notify
+from sheetsync import credentials, deadletters, ledger, links, notify
 from sheetsync.buffers.push import push, send_tasks
 from sheetsync.dispatch import QUEUE_DEFAULT, FlushTask, get_dispatcher
 from sheetsync.errors import NotFoundError
+from sheetsync.flush.entry import flush
 from sheetsync.flush.outcomes import Tally
-from sheetsync.flush.run import flush
 from sheetsync.keys import BufferKey
 from sheetsync.models import (
     CredentialStatus,
@@ -36,8 +36,7 @@ from sheetsync.models import (
     GoogleCredential,
     TransactionType,
 )
-from sheetsync.pipeline import Pipeline
-from sheetsync.recovery import deadletters
+from sheetsync.services import Services
 
 log = logging.getLogger(__name__)
 
@@ -55,36 +54,36 @@ class ReplayResult:
     requeued: int = 0
 
 
-def credential_reconnected(user_id: str, *, pipeline: Pipeline | None = None) -> list[int]:
+def credential_reconnected(user_id: str, *, services: Services | None = None) -> list[int]:
     """The owner reconnected Google: credential VALID, their dead letters due now.
 
     Returns the ids of the dead letters made due.
     """
-    from sheetsync.pipeline import get_pipeline
+    from sheetsync.services import get_services
 
-    pipeline = pipeline or get_pipeline()
-    with pipeline.sessions.begin() as session:
+    services = services or get_services()
+    with services.sessions.begin() as session:
         if not credentials.mark(session, user_id, CredentialStatus.VALID):
             raise NotFoundError(f"user {user_id} has no Google credential")
     # A credential that breaks again, even within the hour, is news for the owner.
-    notify.forget(pipeline.redis, notify.CREDENTIAL_INVALID, user_id)
-    return deadletters.make_due(pipeline.sessions, user_id=user_id)
+    notify.forget(services.redis, notify.CREDENTIAL_INVALID, user_id)
+    return deadletters.make_due(services.sessions, user_id=user_id)
 
 
-def dispatch_due(pipeline: Pipeline) -> int:
+def dispatch_due(services: Services) -> int:
     """The beat task: entries whose replay finished become DONE; then claim what is due
     and send one replay task per entry."""
-    deadletters.complete_replays(pipeline.sessions)
-    claimed = deadletters.claim_due(pipeline.sessions)
+    deadletters.complete_replays(services.sessions)
+    claimed = deadletters.claim_due(services.sessions)
     dispatcher = get_dispatcher()
     for entry_id in claimed:
         dispatcher.send_replay(entry_id)
     return len(claimed)
 
 
-def replay(pipeline: Pipeline, entry_id: int) -> ReplayResult:
+def replay(services: Services, entry_id: int) -> ReplayResult:
     """Hand a claimed (REPLAYING) entry's ids back to their buffer."""
-    with pipeline.sessions.begin() as session:
+    with services.sessions.begin() as session:
         entry = session.get(DeadLetter, entry_id)
         if entry is None or entry.status is not DeadLetterStatus.REPLAYING:
             return ReplayResult(f"entry {entry_id} is not replaying; skipped")
@@ -95,19 +94,19 @@ def replay(pipeline: Pipeline, entry_id: int) -> ReplayResult:
             if target is not None:
                 ids = _requeue(session, entry)
     if waiting is not None:
-        deadletters.reschedule(pipeline.sessions, entry_id, waiting, pipeline.settings.dlq_delay_s)
+        deadletters.reschedule(services.sessions, entry_id, waiting, services.settings.dlq_delay_s)
         return ReplayResult(f"entry {entry_id}: {waiting}; next try in the credential delay")
     if target is None:
         return ReplayResult(f"entry {entry_id}: its link is gone; its answers are FAILED")
     if not ids:
         return ReplayResult(f"entry {entry_id}: every answer is in the sheet already; DONE")
-    push(pipeline.store, [target], ids)
+    push(services.store, [target], ids)
     notify.notify_buffer(
-        pipeline.redis,
-        pipeline.sessions,
+        services.redis,
+        services.sessions,
         notify.DEAD_LETTERS_REPLAYED,
         target[0],
-        settings=pipeline.settings,
+        settings=services.settings,
     )
     return ReplayResult(
         f"entry {entry_id}: {len(ids)} answers back in their buffer",
@@ -160,7 +159,7 @@ def _requeue(session: Session, entry: DeadLetter) -> list[str]:
 
 
 def flush_here(
-    pipeline: Pipeline, key: BufferKey, done: Callable[[], bool], *, on_progress: Callable[[], None]
+    services: Services, key: BufferKey, done: Callable[[], bool], *, on_progress: Callable[[], None]
 ) -> Tally:
     """Run the buffer's flushes in this process until ``done()``, with the code the
     workers run. A run a worker already holds is left to it: this waits and watches.
@@ -171,7 +170,7 @@ def flush_here(
     unsent: FlushTask | None = None
     try:
         while not done():
-            adopted = pipeline.store.adopt(key, QUEUE_DEFAULT)
+            adopted = services.store.adopt(key, QUEUE_DEFAULT)
             if adopted is None:
                 time.sleep(DEFAULT_WAIT_FOR_WORKER_S)
                 on_progress()
@@ -181,7 +180,7 @@ def flush_here(
             current: FlushTask | None = adopted
             while current is not None:
                 unsent = current
-                outcome = flush(pipeline, current.token)
+                outcome = flush(services, current.token)
                 total.appended += outcome.tally.appended
                 total.parked += outcome.tally.parked
                 total.failed += outcome.tally.failed
@@ -199,7 +198,7 @@ def flush_here(
                 current = FlushTask(unsent.token, unsent.queue, 0.0)
     finally:
         if unsent is not None:
-            send_tasks(pipeline.store, [unsent])  # the rest goes on in the workers
+            send_tasks(services.store, [unsent])  # the rest goes on in the workers
     return total
 
 

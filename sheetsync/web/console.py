@@ -1,4 +1,4 @@
-"""The console's state (its pipelines, sampler, CSRF token and templates) and how a
+"""The console's state (its services, sampler, CSRF token and templates) and how a
 page is rendered: every section read on its own, an outage shown as a banner."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.templating import Jinja2Templates
 
-from sheetsync.cli import dlq_store
 from sheetsync.models import DeadLetterReason, DeadLetterStatus
+from sheetsync.ops import deadletters as ops_deadletters
 from sheetsync.settings import Settings
 from sheetsync.web import data
 from sheetsync.web.auth import CSRF_FIELD, Csrf
@@ -53,7 +53,7 @@ FILTER_PARAMS = {
 
 def error_text(exc: BaseException) -> str:
     """One line for an operator: what failed, never a traceback or a value."""
-    from sheetsync.cli.runtime import describe
+    from sheetsync.ops.explain import describe
 
     return describe(exc) or f"unexpected {type(exc).__name__}"
 
@@ -85,7 +85,7 @@ def _count(value: str | None) -> int:
     return int(value) if value is not None and COUNT.fullmatch(value) else 0
 
 
-def dead_letter_filter(params: Mapping[str, Any]) -> dlq_store.Filter:
+def dead_letter_filter(params: Mapping[str, Any]) -> ops_deadletters.Filter:
     """The filter named by query or form parameters; unknown statuses and reasons, and
     empty fields, match anything."""
     fields = {
@@ -97,10 +97,10 @@ def dead_letter_filter(params: Mapping[str, Any]) -> dlq_store.Filter:
         del fields["status"]
     if fields.get("reason") not in (None, *DeadLetterReason.__members__):
         del fields["reason"]
-    return dlq_store.Filter(**{field: value.strip() for field, value in fields.items()})
+    return ops_deadletters.Filter(**{field: value.strip() for field, value in fields.items()})
 
 
-def filter_params(where: dlq_store.Filter) -> dict[str, str]:
+def filter_params(where: ops_deadletters.Filter) -> dict[str, str]:
     """``where`` as query parameters (the fields it sets only)."""
     return {
         name: value
@@ -109,7 +109,7 @@ def filter_params(where: dlq_store.Filter) -> dict[str, str]:
     }
 
 
-def filter_query(where: dlq_store.Filter | None, **changes: str | None) -> str:
+def filter_query(where: ops_deadletters.Filter | None, **changes: str | None) -> str:
     """A query string for ``where`` (None: no filter) with ``changes`` (None removes a
     parameter)."""
     params = {**(filter_params(where) if where else {}), **changes}
@@ -121,8 +121,8 @@ class Console:
         self, settings: Settings, sample_interval_s: float, refresh_interval_s: float
     ) -> None:
         self.settings = settings
-        self.read = data.read_pipeline(settings)
-        self.actions = data.ActionPipeline(settings)
+        self.read = data.read_services(settings)
+        self.actions = data.ActionServices(settings)
         self.history = History(self.read, sample_interval_s)
         self.refresh_interval_s = refresh_interval_s
         self.csrf = Csrf(settings.web_token.get_secret_value() if settings.web_token else None)

@@ -3,7 +3,7 @@
 The console never writes while it reads: SQLite connections are ``query_only`` and take
 no lock beyond one statement (WAL readers never block writers); PostgreSQL sessions are
 read-only with a statement timeout. Redis calls time out in seconds. Actions (replay,
-purge) go through the same pipeline as the CLI's, built on first use.
+purge) go through the same services as the CLI's, built on first use.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from sheetsync.models import (
     utcnow,
 )
 from sheetsync.ops import links as ops_links
-from sheetsync.pipeline import Pipeline
+from sheetsync.services import Services
 from sheetsync.settings import Settings
 from sheetsync.web import labels
 
@@ -74,44 +74,44 @@ def read_engine(url: str) -> Engine:
     )
 
 
-def read_pipeline(settings: Settings) -> Pipeline:
-    """A pipeline for the figures of ``sheetsync status``: short timeouts, read-only."""
+def read_services(settings: Settings) -> Services:
+    """Services for the figures of ``sheetsync status``: short timeouts, read-only."""
     client = redis_urls.client(
         settings.redis_url,
         socket_connect_timeout=REDIS_TIMEOUT_S,
         socket_timeout=REDIS_TIMEOUT_S,
     )
-    return Pipeline.build(settings, engine=read_engine(settings.database_url), client=client)
+    return Services.build(settings, engine=read_engine(settings.database_url), client=client)
 
 
-class ActionPipeline:
-    """The pipeline actions use, as the CLI builds it; made on first use, kept."""
+class ActionServices:
+    """The services actions use, as the CLI builds them; made on first use, kept."""
 
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
         self._lock = threading.Lock()
-        self._pipeline: Pipeline | None = None
+        self._services: Services | None = None
 
-    def get(self) -> Pipeline:
+    def get(self) -> Services:
         with self._lock:
-            if self._pipeline is None:
-                self._pipeline = Pipeline.build(self._settings)
-            return self._pipeline
+            if self._services is None:
+                self._services = Services.build(self._settings)
+            return self._services
 
     def close(self) -> None:
         with self._lock:
-            if self._pipeline is not None:
-                self._pipeline.close()
-            self._pipeline = None
+            if self._services is not None:
+                self._services.close()
+            self._services = None
 
 
-def appends_per_minute(pipeline: Pipeline, now: datetime | None = None) -> list[int]:
+def appends_per_minute(services: Services, now: datetime | None = None) -> list[int]:
     """Answers appended (ledger rows that became COMPLETED) in each of the last
     :data:`APPEND_MINUTES` minutes, oldest first; the last is the current minute."""
     now = (now or utcnow()).replace(second=0, microsecond=0)
     since = now - timedelta(minutes=APPEND_MINUTES - 1)
     column = SheetTransaction.updated_at
-    if pipeline.engine.dialect.name == "postgresql":
+    if services.engine.dialect.name == "postgresql":
         minute: Any = func.to_char(
             func.date_trunc("minute", func.timezone("UTC", column)), "YYYY-MM-DD HH24:MI"
         )
@@ -122,7 +122,7 @@ def appends_per_minute(pipeline: Pipeline, now: datetime | None = None) -> list[
         .where(SheetTransaction.type == TransactionType.COMPLETED, column >= since)
         .group_by(minute)
     )
-    with pipeline.sessions() as session:
+    with services.sessions() as session:
         rows = session.execute(query).all()
     counts = [0] * APPEND_MINUTES
     for label, count in rows:
@@ -136,7 +136,7 @@ def appends_per_minute(pipeline: Pipeline, now: datetime | None = None) -> list[
     return counts
 
 
-def last_errors(pipeline: Pipeline, spreadsheets: set[str]) -> dict[tuple[str, str, int], Any]:
+def last_errors(services: Services, spreadsheets: set[str]) -> dict[tuple[str, str, int], Any]:
     """The newest dead letter of each (form, spreadsheet, gid) among ``spreadsheets``:
     its reason, status, message and time. Ids only, as ``dlq list`` shows them."""
     if not spreadsheets:
@@ -148,7 +148,7 @@ def last_errors(pipeline: Pipeline, spreadsheets: set[str]) -> dict[tuple[str, s
         .limit(PAGE_LIMIT * 5)
     )
     found: dict[tuple[str, str, int], Any] = {}
-    with pipeline.sessions() as session:
+    with services.sessions() as session:
         for entry in session.scalars(query):
             where = (entry.submission_id, entry.spread_sheet_id, entry.sheet_id)
             found.setdefault(
@@ -164,7 +164,7 @@ def last_errors(pipeline: Pipeline, spreadsheets: set[str]) -> dict[tuple[str, s
     return found
 
 
-def last_successes(pipeline: Pipeline, spreadsheets: set[str]) -> dict[tuple[str, int], datetime]:
+def last_successes(services: Services, spreadsheets: set[str]) -> dict[tuple[str, int], datetime]:
     """When each (spreadsheet, gid) last had an answer appended, within
     :data:`LAST_SUCCESS_WINDOW`."""
     if not spreadsheets:
@@ -182,7 +182,7 @@ def last_successes(pipeline: Pipeline, spreadsheets: set[str]) -> dict[tuple[str
         )
         .group_by(SheetTransaction.spread_sheet_id, SheetTransaction.sheet_id)
     )
-    with pipeline.sessions() as session:
+    with services.sessions() as session:
         return {
             (spreadsheet, int(gid)): when
             for spreadsheet, gid, when in session.execute(query)
@@ -190,16 +190,16 @@ def last_successes(pipeline: Pipeline, spreadsheets: set[str]) -> dict[tuple[str
         }
 
 
-def links(pipeline: Pipeline) -> dict[str, Any]:
+def links(services: Services) -> dict[str, Any]:
     """The links of ``sheetsync links list``, with last success, last error, the
     owner's credential status and what waits in the link's buffer."""
-    rows = ops_links.list_links(pipeline)
+    rows = ops_links.list_links(services)
     shown = rows[:PAGE_LIMIT]
     sheets = {row.spreadsheet for row in shown}
-    successes = last_successes(pipeline, sheets)
-    errors = last_errors(pipeline, sheets)
-    credentials = labels.credential_states(pipeline.sessions, {row.owner for row in shown})
-    pipe = pipeline.redis.pipeline(transaction=False)
+    successes = last_successes(services, sheets)
+    errors = last_errors(services, sheets)
+    credentials = labels.credential_states(services.sessions, {row.owner for row in shown})
+    pipe = services.redis.pipeline(transaction=False)
     for row in shown:
         pipe.llen(BufferKey(row.owner, row.form, row.spreadsheet, row.gid).buf)
     depths = pipe.execute() if shown else []

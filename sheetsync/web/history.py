@@ -16,7 +16,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from sheetsync.ops import status
-from sheetsync.pipeline import Pipeline
+from sheetsync.services import Services
 
 log = logging.getLogger(__name__)
 
@@ -48,8 +48,8 @@ class Gap:
 class History:
     """A ring of samples, filled by a daemon thread; a failed read leaves a gap."""
 
-    def __init__(self, pipeline: Pipeline, interval_s: float) -> None:
-        self._pipeline = pipeline
+    def __init__(self, services: Services, interval_s: float) -> None:
+        self._services = services
         self.interval_s = interval_s
         self._samples: deque[Sample | Gap] = deque(maxlen=max(2, int(HISTORY_S / interval_s)))
         self._lock = threading.Lock()
@@ -92,8 +92,8 @@ class History:
             self._stop.wait(max(0.0, self.interval_s - (time.monotonic() - started)))
 
     def _read(self) -> Sample:
-        buffers = status.collect_buffers(self._pipeline, SAMPLE_BUFFERS)
-        project = self._pipeline.limiter.usage()
+        buffers = status.collect_buffers(self._services, SAMPLE_BUFFERS)
+        project = self._services.limiter.usage()
         items = buffers["items"]
         return Sample(
             at=time.time(),

@@ -14,8 +14,8 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from sheetsync.cli import dlq_store
 from sheetsync.models import DeadLetterReason, DeadLetterStatus
+from sheetsync.ops import deadletters as ops_deadletters
 from sheetsync.ops import status as status_data
 from sheetsync.web import charts, data, labels
 from sheetsync.web.console import Console, dead_letter_filter
@@ -139,7 +139,7 @@ def dead_letters_page(request: Request) -> Response:
     sessions = console.read.sessions
     found = console.attempt(
         errors,
-        lambda: dlq_store.list_entries(
+        lambda: ops_deadletters.list_entries(
             sessions,
             user_id=where.user_id,
             status=where.status,
@@ -157,7 +157,7 @@ def dead_letters_page(request: Request) -> Response:
         errors,
         page=found,
         where=where,
-        filtered=where != dlq_store.Filter(),
+        filtered=where != ops_deadletters.Filter(),
         titles=titles,
         statuses=list(DeadLetterStatus.__members__),
         reasons=list(DeadLetterReason.__members__),
@@ -170,7 +170,7 @@ def entry_page(request: Request, template: str, *, live: bool, **context: Any) -
     errors: list[str] = []
     entry_id = int(request.path_params["entry_id"])
     sessions = console.read.sessions
-    entry = console.attempt(errors, lambda: dlq_store.get_entry(sessions, entry_id))
+    entry = console.attempt(errors, lambda: ops_deadletters.get_entry(sessions, entry_id))
     if entry is None and not errors:
         return console.page(
             request, "missing.html", errors, entry_id=entry_id, status_code=404, live=False

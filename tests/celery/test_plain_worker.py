@@ -11,9 +11,10 @@ from pathlib import Path
 from support.paths import ROOT
 from support.waiting import wait_until
 
+from sheetsync import deadletters
 from sheetsync.keys import BufferKey
 from sheetsync.models import DeadLetterReason, DeadLetterStatus, Plan
-from sheetsync.recovery import deadletters, replay
+from sheetsync.recovery import replay
 
 
 def test_a_plain_worker_runs_every_queue(world, pipeline_env, tmp_path: Path):

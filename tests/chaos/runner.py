@@ -38,7 +38,7 @@ from sheetsync.dev.emulator.admin import EmulatorAdmin
 from sheetsync.dispatch import set_dispatcher
 from sheetsync.keys import BUFFER_INDEX
 from sheetsync.ops import heartbeats
-from sheetsync.pipeline import get_pipeline
+from sheetsync.services import get_services
 from sheetsync.settings import get_settings
 
 #: Dead letters due this soon still count as work in progress while quiescing.
@@ -104,7 +104,7 @@ class Chaos:
                 write_per_project=QUOTA_PER_PROJECT,
                 window_s=QUOTA_WINDOW_S,
             )
-            webapp = WebApp(config, get_pipeline(), admin)
+            webapp = WebApp(config, get_services(), admin)
             webapp.seed()
             env = child_environment(settings)
             fleet = Fleet(env, log_dir, config.workers, config.concurrency, config.skew_s)

@@ -95,7 +95,7 @@ def process_settings(settings: Mapping[str, str]) -> Iterator[None]:
     """Make ``settings`` this process's SHEETSYNC_* environment, and restore the old one
     (and every cache built on it) afterwards."""
     from sheetsync.crypto import reset_keyring
-    from sheetsync.pipeline import reset_pipeline
+    from sheetsync.services import reset_services
     from sheetsync.settings import reset_settings
 
     saved = {k: v for k, v in os.environ.items() if k.startswith("SHEETSYNC_")}
@@ -103,7 +103,7 @@ def process_settings(settings: Mapping[str, str]) -> Iterator[None]:
     def reset() -> None:
         reset_settings()
         reset_keyring()
-        reset_pipeline()
+        reset_services()
         dispose_engine()
 
     for name in saved:

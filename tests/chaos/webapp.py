@@ -36,7 +36,7 @@ from sheetsync.models import (
     QuestionType,
     SubmissionAnswer,
 )
-from sheetsync.pipeline import Pipeline
+from sheetsync.services import Services
 
 _PLANS = (Plan.PRO, Plan.FREE, Plan.ENTERPRISE, Plan.PRO_PLUS)
 _UNANSWERED_SHARE = 0.05
@@ -99,7 +99,7 @@ class Journal:
 
 
 class WebApp:
-    def __init__(self, config: ChaosConfig, pipeline: Pipeline, admin: EmulatorAdmin) -> None:
+    def __init__(self, config: ChaosConfig, pipeline: Services, admin: EmulatorAdmin) -> None:
         self.config = config
         self.pipeline = pipeline
         self.admin = admin

@@ -8,10 +8,11 @@ import pytest
 from support.cli import Cli
 
 from sheetsync.cli import dlq
-from sheetsync.cli.runtime import TRACEBACK_VARIABLE, describe
+from sheetsync.cli.runtime import TRACEBACK_VARIABLE
 from sheetsync.keys import BufferKey
 from sheetsync.models import DeadLetterReason, DeadLetterStatus
-from sheetsync.pipeline import Pipeline
+from sheetsync.ops.explain import describe
+from sheetsync.services import Services
 
 
 def test_a_bad_setting_names_the_variable(cli: Cli) -> None:
@@ -175,7 +176,7 @@ def test_known_failures_never_suggest_the_traceback_variable() -> None:
 def test_an_unexpected_error_suggests_the_traceback_variable_and_shows_it(cli: Cli) -> None:
     # A bug stand-in: a job hash whose retry count is not a number breaks `status`.
     key = BufferKey("owner_1", "form_1", "sheet_abc", 0)
-    pipeline = Pipeline.build()
+    pipeline = Services.build()
     try:
         pipeline.store.push([(key, "sheetsync_default")], ["a_1"])
     finally:

@@ -11,7 +11,7 @@ from typer.main import get_command
 
 from sheetsync.cli import app
 from sheetsync.keys import BufferKey
-from sheetsync.pipeline import Pipeline
+from sheetsync.services import Services
 
 #: Ids as long as sheetsync accepts (128 characters): far wider than 80 columns.
 LONG_OWNER = "pro_owner_" + "o" * 118
@@ -21,7 +21,7 @@ TYPE_PLACEHOLDER = re.compile(r"<[a-z][a-z _|,\[\]]*>")
 
 
 def _push_long_buffer() -> None:
-    pipeline = Pipeline.build()
+    pipeline = Services.build()
     try:
         pipeline.store.push(
             [(BufferKey(LONG_OWNER, LONG_FORM, "sheet_abc", 0), "sheetsync_priority")], ["a_1"]

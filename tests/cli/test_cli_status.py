@@ -9,7 +9,7 @@ from support.cli import Cli
 from sheetsync.dev.seed import seed_user
 from sheetsync.keys import BufferKey
 from sheetsync.models import DeadLetterReason, DeadLetterStatus
-from sheetsync.pipeline import Pipeline
+from sheetsync.services import Services
 
 
 def test_status_json_shows_buffers_dead_letters_and_limits(cli: Cli) -> None:
@@ -21,7 +21,7 @@ def test_status_json_shows_buffers_dead_letters_and_limits(cli: Cli) -> None:
         user_id="owner_1", status=DeadLetterStatus.FAILED, reason=DeadLetterReason.PERMANENT
     )
     key = BufferKey("owner_1", "form_1", "sheet_abc", 7)
-    pipeline = Pipeline.build()
+    pipeline = Services.build()
     try:
         dispatches = pipeline.store.push([(key, "sheetsync_priority")], ["a_1", "a_2", "a_3"])
         assert len(dispatches) == 1
@@ -68,7 +68,7 @@ def test_status_json_shows_buffers_dead_letters_and_limits(cli: Cli) -> None:
 
 
 def test_status_tables_for_people(cli: Cli) -> None:
-    pipeline = Pipeline.build()
+    pipeline = Services.build()
     try:
         pipeline.store.push([(BufferKey("owner_1", "form_9", "sheet_abc", 0), "q")], ["a_1"])
     finally:

@@ -10,7 +10,7 @@ from support.cli import Cli
 from sheetsync.cli import health
 from sheetsync.keys import BufferKey
 from sheetsync.ops import heartbeats
-from sheetsync.pipeline import Pipeline
+from sheetsync.services import Services
 from sheetsync.settings import Settings
 
 PRIORITY = "sheetsync_priority"
@@ -20,7 +20,7 @@ DEFAULT = "sheetsync_default"
 def _overdue_pro_buffer() -> BufferKey:
     """A PRO owner's buffer on the priority queue, due the moment it is pushed."""
     key = BufferKey("pro_owner", "form_1", "sheet_abc", 0)
-    pipeline = Pipeline.build(Settings.load(flush_delay_s=0))
+    pipeline = Services.build(Settings.load(flush_delay_s=0))
     try:
         pipeline.store.push([(key, PRIORITY)], ["a_1", "a_2"])
     finally:

@@ -20,8 +20,8 @@ from sheetsync.models import (
     SpreadSheet,
     TransactionType,
 )
-from sheetsync.pipeline import Pipeline, get_pipeline
 from sheetsync.recovery import repair
+from sheetsync.services import Services, get_services
 from sheetsync.settings import Settings
 
 
@@ -86,7 +86,7 @@ def test_redis_down_never_fails_the_caller_and_the_reconciler_catches_up(
     assert [r.pushed for r in results] == [False, False, False]
     assert world.ledger_counts() == {"ENQUEUED": 3}
 
-    report = repair.reconcile(get_pipeline())  # RECONCILE_AFTER_S is 0 in tests
+    report = repair.reconcile(get_services())  # RECONCILE_AFTER_S is 0 in tests
     assert report.answers == 3
     wait_until(lambda: world.ids_in(sheet) == ids)
 
@@ -102,10 +102,10 @@ def test_redis_down_warns_which_redis_and_what_happens_next(world, pipeline, cap
         reconcile_after_s=600,
         reconcile_interval_s=300,
     )
-    down = Pipeline.build(settings, engine=pipeline.engine)
+    down = Services.build(settings, engine=pipeline.engine)
     try:
         with caplog.at_level(logging.WARNING, logger="sheetsync.buffers.push"):
-            result = emit_answer_submitted(answer_id, pipeline=down)
+            result = emit_answer_submitted(answer_id, services=down)
     finally:
         down.redis.close()
     assert not result.pushed

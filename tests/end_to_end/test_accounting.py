@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import delete, select
 from support.waiting import wait_until
 
-from sheetsync import crypto, emit_answer_submitted
+from sheetsync import crypto, deadletters, emit_answer_submitted
 from sheetsync.errors import CryptoError
 from sheetsync.models import (
     DeadLetter,
@@ -21,7 +21,6 @@ from sheetsync.models import (
     SubmissionAnswer,
     TransactionType,
 )
-from sheetsync.recovery import deadletters
 
 ANSWERS = 1000
 

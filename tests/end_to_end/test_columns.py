@@ -15,7 +15,7 @@ from support.databases import BOTH_DATABASES
 from support.forms import EditableForm, by_title, read, sheets_api
 from support.waiting import wait_until
 
-from sheetsync import emit_answer_submitted
+from sheetsync import deadletters, emit_answer_submitted
 from sheetsync.keys import BufferKey
 from sheetsync.models import (
     DeadLetterReason,
@@ -25,7 +25,6 @@ from sheetsync.models import (
     SpreadSheet,
     TransactionType,
 )
-from sheetsync.recovery import deadletters
 from sheetsync.recovery.replay import dispatch_due
 
 TEXT, NUMBER, JUMBO = QuestionType.SHORT_TEXT, QuestionType.NUMBER, QuestionType.JUMBOTRON

@@ -59,27 +59,27 @@ def scene(world, pipeline_env):
 
 
 def test_crash_between_enqueue_script_and_apply_async(scene, world, worker, monkeypatch):
-    from sheetsync.pipeline import get_pipeline
+    from sheetsync.services import get_services
 
     _, sheet, ids, key = scene
     # The process dies before it sends the task.
     monkeypatch.setattr("sheetsync.buffers.push.send_tasks", lambda store, tasks: None)
     for answer_id in ids:
         emit_answer_submitted(answer_id)
-    pipeline = get_pipeline()
+    pipeline = get_services()
     assert pipeline.store.job_state(key)["state"] == "scheduled"
     sweep_until(world, pipeline, sheet, ids)
     wait_until(lambda: not world.leftover_keys())
 
 
 def test_crash_after_append_before_completed(scene, world, worker, monkeypatch):
-    from sheetsync.pipeline import get_pipeline
+    from sheetsync.services import get_services
 
     _, sheet, ids, _ = scene
     fired = crash_once(monkeypatch, FlushRun, "settle", when=lambda run, batch, *a, **k: batch.rows)
     for answer_id in ids:
         emit_answer_submitted(answer_id)
-    pipeline = get_pipeline()
+    pipeline = get_services()
     wait_until(lambda: fired)
     sweep_until(world, pipeline, sheet, ids)
     wait_until(lambda: not world.leftover_keys())
@@ -100,7 +100,7 @@ def test_append_committed_but_response_dropped(scene, world, worker, admin):
 
 
 def test_crash_after_completed_before_ltrim(scene, world, worker, monkeypatch, admin):
-    from sheetsync.pipeline import get_pipeline
+    from sheetsync.services import get_services
 
     _, sheet, ids, _ = scene
     fired = crash_once(
@@ -108,7 +108,7 @@ def test_crash_after_completed_before_ltrim(scene, world, worker, monkeypatch, a
     )
     for answer_id in ids:
         emit_answer_submitted(answer_id)
-    pipeline = get_pipeline()
+    pipeline = get_services()
     wait_until(lambda: fired)
     sweep_until(world, pipeline, sheet, ids)
     wait_until(lambda: not world.leftover_keys())
@@ -117,10 +117,10 @@ def test_crash_after_completed_before_ltrim(scene, world, worker, monkeypatch, a
 
 
 def test_worker_killed_mid_flush(world, pipeline_env, worker_processes, admin):
-    from sheetsync.pipeline import get_pipeline
+    from sheetsync.services import get_services
 
     workers = worker_processes(lease_s=2, sweep_grace_s=0.5)
-    pipeline = get_pipeline()
+    pipeline = get_services()
     form = world.form()
     sheet = world.sheet(form)
     ids = world.answers(form, 40)
@@ -143,10 +143,10 @@ def test_redis_loss_is_repaired_by_the_reconciler(world, pipeline_env, admin):
 
     from sheetsync.celery import app as celery_app
     from sheetsync.dispatch import QUEUES
-    from sheetsync.pipeline import get_pipeline
+    from sheetsync.services import get_services
 
     pipeline_env(flush_delay_s=2)
-    pipeline = get_pipeline()
+    pipeline = get_services()
     form = world.form()
     sheets = [world.sheet(form, title=f"T{n}") for n in range(2)]
     ids = world.answers(form, 50)
@@ -171,10 +171,10 @@ def test_reconciler_restores_ids_lost_from_a_busy_buffer(world, pipeline_env, ad
 
     from sheetsync.celery import app as celery_app
     from sheetsync.dispatch import QUEUES
-    from sheetsync.pipeline import get_pipeline
+    from sheetsync.services import get_services
 
     pipeline_env(flush_delay_s=1)
-    pipeline = get_pipeline()
+    pipeline = get_services()
     form = world.form()
     sheet = world.sheet(form)
     ids = world.answers(form, 10)
@@ -198,10 +198,10 @@ def test_reconciler_revives_a_list_whose_job_and_index_entry_were_lost(world, pi
     from sheetsync.celery import app as celery_app
     from sheetsync.dispatch import QUEUES
     from sheetsync.keys import BUFFER_INDEX
-    from sheetsync.pipeline import get_pipeline
+    from sheetsync.services import get_services
 
     pipeline_env(flush_delay_s=1)
-    pipeline = get_pipeline()
+    pipeline = get_services()
     form = world.form()
     sheet = world.sheet(form)
     ids = world.answers(form, 5)

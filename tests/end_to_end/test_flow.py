@@ -72,12 +72,12 @@ def test_promotion_at_threshold_replaces_the_delayed_task(world, pipeline_env, a
 
     from sheetsync.celery import app as celery_app
     from sheetsync.dispatch import QUEUES
-    from sheetsync.flush.run import flush
+    from sheetsync.flush.entry import flush
     from sheetsync.keys import BufferKey
-    from sheetsync.pipeline import get_pipeline
+    from sheetsync.services import get_services
 
     pipeline_env(flush_delay_s=30, flush_threshold=20)
-    pipeline = get_pipeline()
+    pipeline = get_services()
     form = world.form()
     sheet = world.sheet(form)
     ids = world.answers(form, 20)

@@ -11,8 +11,8 @@ from support.waiting import wait_until
 
 from sheetsync import emit_answer_submitted
 from sheetsync.models import SheetTransaction, TransactionType
-from sheetsync.pipeline import get_pipeline
 from sheetsync.recovery import repair
+from sheetsync.services import get_services
 
 PRODUCERS = 8
 ANSWERS = 5000
@@ -23,7 +23,7 @@ FORMS = 10  # each linked to two sheets: 20 sheets
 @pytest.mark.parametrize("db_url", ["sqlite", "postgres"], indirect=True)
 def test_producers_race_two_worker_processes(world, worker_processes, db_url):
     workers = worker_processes(flush_delay_s=0.3, flush_threshold=100, lease_s=10)
-    pipeline = get_pipeline()
+    pipeline = get_services()
     forms = [world.form(f"owner{n % 3}") for n in range(FORMS)]
     sheets = {
         form.submission_id: [world.sheet(form, "A"), world.sheet(form, "B")] for form in forms

@@ -14,8 +14,8 @@ from support.waiting import wait_until
 from sheetsync import credential_reconnected, crypto, emit_answer_submitted
 from sheetsync.keys import BufferKey
 from sheetsync.models import CredentialStatus, GoogleCredential
-from sheetsync.pipeline import get_pipeline
 from sheetsync.recovery import repair
+from sheetsync.services import get_services
 
 SKEW_S = 45.0
 
@@ -66,7 +66,7 @@ def test_a_worker_clock_45s_slow_keeps_a_full_lease(world, pipeline_env, monkeyp
     [answer_id] = world.answers(form, 1)
     key = BufferKey(form.owner_id, form.submission_id, sheet.spreadsheet_id, sheet.gid)
     emit_answer_submitted(answer_id)
-    store = get_pipeline().store  # with lease_s=10 (world's pipeline predates it)
+    store = get_services().store  # with lease_s=10 (world's pipeline predates it)
     token = store.job_state(key)["token"]
     with monkeypatch.context() as patch:
         SkewedClock(patch, -SKEW_S)

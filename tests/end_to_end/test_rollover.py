@@ -5,12 +5,14 @@ rolls over too (or waits in a dead letter), never FAILED."""
 from __future__ import annotations
 
 from collections import Counter
+from datetime import date
 
 from sqlalchemy import select
+from support.forms import EditableForm, by_title, read, sheets_api
 from support.waiting import wait_until
 
 from sheetsync import emit_answers_submitted
-from sheetsync.models import DeadLetterReason, SpreadSheet
+from sheetsync.models import DeadLetterReason, QuestionType, SpreadSheet
 
 #: The test form's row: Answer ID, Submitter, Submitted at and two questions.
 WIDTH = 5
@@ -151,3 +153,30 @@ def test_an_append_dropped_in_a_new_tab_is_found_there_not_sent_twice(
     assert [row[0] for row in tabs[0][2][1:]] == full
     assert [row[0] for row in tabs[1][2][1:]] == more
     assert admin.stats()["requests"]["by_kind"]["values.append"] == 2
+
+
+def test_a_date_question_added_after_a_roll_over_gets_its_format_on_the_active_tab(
+    world, worker, pipeline_env, emulator
+):
+    """A question added once the link writes to "<title> (2)": its title goes into row 1
+    of that tab, and so does its number format (a DATE answer shows as a date there)."""
+    rows_per_tab = 4
+    pipeline_env(tab_cell_limit=4 * (rows_per_tab + 1), batch_size=50)
+    form = EditableForm(world, [("q_text", "Text", QuestionType.SHORT_TEXT)])
+    sheet = world.sheet(form.seeded, "Responses")
+    first = [form.answer({"q_text": f"t{n}"}) for n in range(rows_per_tab + 1)]
+    emit_answers_submitted(first)
+    wait_until(lambda: world.ledger_counts() == {"COMPLETED": len(first)}, timeout=30)
+    assert _link(world, sheet).tab_number == 2
+
+    form.add("q_day", "Day", QuestionType.DATE, position=1)
+    later = form.answer({"q_text": "later", "q_day": "2024-03-05"})
+    emit_answers_submitted([later])
+    wait_until(lambda: world.ledger_counts() == {"COMPLETED": len(first) + 1}, timeout=30)
+
+    api = sheets_api(emulator)
+    new_tab = "Responses (2)"
+    typed = by_title(read(api, sheet.spreadsheet_id, new_tab))
+    assert typed[later]["Day"] == (date(2024, 3, 5) - date(1899, 12, 30)).days
+    shown = by_title(read(api, sheet.spreadsheet_id, new_tab, valueRenderOption="FORMATTED_VALUE"))
+    assert shown[later]["Day"] == "2024-03-05"

@@ -152,8 +152,9 @@ def test_a_removed_link_fails_its_buffered_answers_and_writes_nothing(world, pip
 
 
 def test_a_replayed_dead_letter_with_a_malformed_answer_does_not_strand(world, worker):
+    from sheetsync import deadletters
     from sheetsync.keys import BufferKey
-    from sheetsync.recovery import deadletters, replay
+    from sheetsync.recovery import replay
 
     form = world.form()
     sheet = world.sheet(form)

@@ -9,7 +9,7 @@ import base64
 from sqlalchemy import select
 from support.waiting import wait_until
 
-from sheetsync import emit_answer_submitted, resend_failed
+from sheetsync import deadletters, emit_answer_submitted, resend_failed
 from sheetsync.crypto import generate_key
 from sheetsync.flush.run import FlushRun
 from sheetsync.flush.writer import REFUSED_REASON
@@ -20,7 +20,7 @@ from sheetsync.models import (
     SubmissionAnswer,
     TransactionType,
 )
-from sheetsync.recovery import deadletters, repair, replay
+from sheetsync.recovery import repair, replay
 
 POISON = "a value Google refuses"
 
@@ -189,12 +189,12 @@ def test_no_sheets_request_outlives_the_runs_lease(world, pipeline_env, admin):
     before the lease ends (not after GOOGLE_TIMEOUT_S), and the run retries."""
     import time
 
-    from sheetsync.flush.run import flush
+    from sheetsync.flush.entry import flush
     from sheetsync.keys import BufferKey
-    from sheetsync.pipeline import get_pipeline
+    from sheetsync.services import get_services
 
     pipeline_env(lease_s=2, google_timeout_s=6, flush_delay_s=60, flush_idle_s=0.1)
-    pipeline = get_pipeline()
+    pipeline = get_services()
     form = world.form()
     sheet = world.sheet(form)
     [answer_id] = world.answers(form, 1)

@@ -20,7 +20,7 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 from support.databases import on_both_databases
 
-import sheetsync.flush.rows
+import sheetsync.flush.layout
 from sheetsync.crypto import Keyring, answer_value_context, refresh_token_context
 from sheetsync.db import is_postgres
 from sheetsync.dev.seed import DEFAULT_FIRST_SUBMITTED_AT, seed_answers, seed_form
@@ -32,7 +32,8 @@ from sheetsync.flush.hydrate import (
     _generic,
     fetch_answers,
 )
-from sheetsync.flush.rows import FormLayout, RowBuilder, load_layout
+from sheetsync.flush.layout import FormLayout, load_layout
+from sheetsync.flush.rows import RowBuilder
 from sheetsync.models import QuestionType
 from sheetsync.settings import Settings
 
@@ -340,7 +341,7 @@ def test_a_time_that_cannot_be_shown_fails_the_answer(submitted_at: Any, error_c
 
 
 def test_an_unknown_question_type_is_a_text_column() -> None:
-    assert [column.type for column in LAYOUT.columns] == [
+    assert [column.type for column in LAYOUT.questions] == [
         QuestionType.SHORT_TEXT,
         QuestionType.MULTI_CHOICE,
         QuestionType.PERSONAL_INFO,
@@ -363,7 +364,7 @@ def test_types_given_by_name_are_the_known_types() -> None:
         "f", [("i", "I", "JUMBOTRON"), ("p", "P", "PERSONAL_INFO"), ("t", "T", "SHORT_TEXT")]
     )
     assert layout.ignored_question_ids == frozenset({"i"})
-    assert [column.type for column in layout.columns] == [
+    assert [column.type for column in layout.questions] == [
         QuestionType.PERSONAL_INFO,
         QuestionType.SHORT_TEXT,
     ]
@@ -376,19 +377,19 @@ def test_load_layout_reads_an_unknown_type_as_text(
     caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(sheetsync.flush.rows, "_warned_types", set())
+    monkeypatch.setattr(sheetsync.flush.layout, "_warned_types", set())
     form = seed_form(session, steps=2, questions_per_step=3, pii=1, jumbotrons=1)
     ids = seed_answers(session, form, 2)
     rated = next(q for q in form.columns if q.type is QuestionType.SHORT_TEXT)
     session.execute(text("UPDATE question SET type = 'RATING' WHERE id = :id"), {"id": rated.id})
     session.commit()
 
-    with caplog.at_level(logging.WARNING, logger="sheetsync.flush.rows"):
+    with caplog.at_level(logging.WARNING, logger="sheetsync.flush.layout"):
         layout = load_layout(session, form.submission_id)
         load_layout(session, form.submission_id)
 
     assert layout.question_ids == tuple(q.id for q in form.columns)
-    types = {column.question_id: column.type for column in layout.columns}
+    types = {column.question_id: column.type for column in layout.questions}
     assert types[rated.id] == "RATING"
     assert all(types[q.id] is q.type for q in form.columns if q.id != rated.id)
     assert layout.ignored_question_ids == frozenset(form.jumbotron_question_ids)

@@ -12,8 +12,8 @@ from sqlalchemy import select
 from support.databases import BOTH_DATABASES
 
 from sheetsync.flush import columns
-from sheetsync.flush.columns import ColumnState, column_letters, plan_header
-from sheetsync.flush.rows import load_layout
+from sheetsync.flush.columns import column_letters, plan_header
+from sheetsync.flush.layout import load_layout
 from sheetsync.flush.typed import link_zone, parse_date, parse_number, serial_date_time
 from sheetsync.models import SheetColumn, SpreadSheet
 from sheetsync.settings import Settings
@@ -21,12 +21,29 @@ from sheetsync.settings import Settings
 FIXED = ["Answer ID", "Submitter", "Submitted at"]
 
 
-def _map(*questions: tuple[str, str, int | None, str | None]) -> list[ColumnState]:
-    columns = [
-        ColumnState(f"#{i}", "FIXED", title, i, title, True) for i, title in enumerate(FIXED)
-    ]
+def _column(
+    question_id: str,
+    kind: str,
+    title: str,
+    position: int | None,
+    written: str | None,
+    formatted: bool,
+) -> SheetColumn:
+    """A column of a link's map, as the header check reads it (no database needed)."""
+    return SheetColumn(
+        question_id=question_id,
+        type=kind,
+        title=title,
+        position=position,
+        written_title=written,
+        formatted=formatted,
+    )
+
+
+def _map(*questions: tuple[str, str, int | None, str | None]) -> list[SheetColumn]:
+    columns = [_column(f"#{i}", "FIXED", title, i, title, True) for i, title in enumerate(FIXED)]
     columns += [
-        ColumnState(question_id, "SHORT_TEXT", title, position, written, True)
+        _column(question_id, "SHORT_TEXT", title, position, written, True)
         for question_id, title, position, written in questions
     ]
     return columns
@@ -53,13 +70,13 @@ def test_an_empty_row_gets_every_title_back() -> None:
 
 
 def test_a_new_column_takes_the_next_free_one_after_a_persons_heading() -> None:
-    columns = [*WRITTEN, ColumnState("q3", "NUMBER", "Age", None, None, False)]
+    columns = [*WRITTEN, _column("q3", "NUMBER", "Age", None, None, False)]
     plan = plan_header([*FIXED, "Team", "Count", "", "notes"], columns)
     assert plan.positions["q3"] == 7 and plan.writes == {7: "Age"}
 
 
 def test_a_title_written_before_a_crash_is_adopted() -> None:
-    columns = [*WRITTEN, ColumnState("q3", "NUMBER", "Age", None, None, False)]
+    columns = [*WRITTEN, _column("q3", "NUMBER", "Age", None, None, False)]
     plan = plan_header([*FIXED, "Team", "Count", "Age"], columns)
     assert plan.positions["q3"] == 5 and plan.writes == {}
 

@@ -14,7 +14,7 @@ from sheetsync.errors import (
     MissingKeyError,
     PiiKeysError,
 )
-from sheetsync.flush.endings import FAILURE_OUTCOMES
+from sheetsync.flush.failures import FAILURE_OUTCOMES
 from sheetsync.models import DeadLetterReason, DeadLetterStatus
 
 
@@ -105,13 +105,13 @@ def test_deleted_spreadsheet_and_unknown_gid_fail_permanently_others_flow(
 
 def test_a_renamed_tab_is_looked_up_again_not_dead_lettered(world, worker, admin):
     from sheetsync.keys import BufferKey
-    from sheetsync.pipeline import get_pipeline
+    from sheetsync.services import get_services
 
     form = world.form()
     sheet = world.sheet(form)
     key = BufferKey(form.owner_id, form.submission_id, sheet.spreadsheet_id, sheet.gid)
     # What a cache looks like after the owner renamed the tab "Old name" to "Responses".
-    get_pipeline().store.remember_sheet(key, title="Old name", header_ok=0)
+    get_services().store.remember_sheet(key, title="Old name", header_ok=0)
     ids = world.answers(form, 5)
     for answer_id in ids:
         emit_answer_submitted(answer_id)

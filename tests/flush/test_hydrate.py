@@ -15,7 +15,8 @@ from support.databases import on_both_databases
 from sheetsync.db import is_postgres
 from sheetsync.dev.seed import DEFAULT_FIRST_SUBMITTED_AT, seed_answers, seed_form
 from sheetsync.flush.hydrate import AnswerRecord, decode_json, fetch_answers, gc_paused
-from sheetsync.flush.rows import RowBuilder, load_layout
+from sheetsync.flush.layout import load_layout
+from sheetsync.flush.rows import RowBuilder
 from sheetsync.models import QuestionType, Submission, SubmissionAnswer, User
 
 #: Every test here that uses the database runs on SQLite and PostgreSQL.
@@ -101,13 +102,13 @@ def test_hydrated_answers_become_rows(session: Session, pii_keys: tuple[bytes, b
     assert len(rows) == 50
     assert all(len(row) == 3 + 12 for row in rows)
     pii_columns = [
-        3 + i for i, c in enumerate(layout.columns) if c.type is QuestionType.PERSONAL_INFO
+        3 + i for i, c in enumerate(layout.questions) if c.type is QuestionType.PERSONAL_INFO
     ]
     pii_cells = [row[i] for row in rows for i in pii_columns if row[i]]
     assert pii_cells
     assert all(cell.startswith("010-") or cell.endswith("@example.co.kr") for cell in pii_cells)
     multi_index = 3 + next(
-        i for i, c in enumerate(layout.columns) if c.type is QuestionType.MULTI_CHOICE
+        i for i, c in enumerate(layout.questions) if c.type is QuestionType.MULTI_CHOICE
     )
     assert any(", " in row[multi_index] for row in rows)
 

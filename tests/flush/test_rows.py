@@ -17,15 +17,9 @@ from sheetsync.crypto import Keyring, answer_value_context
 from sheetsync.dev.seed import seed_form
 from sheetsync.errors import AnswerError, CryptoError, MissingKeyError, NotFoundError
 from sheetsync.flush.hydrate import MalformedAnswer
-from sheetsync.flush.rows import (
-    FormLayout,
-    RowBuilder,
-    fit_cell,
-    format_time,
-    header_row,
-    load_layout,
-    time_formatter,
-)
+from sheetsync.flush.layout import FormLayout, load_layout
+from sheetsync.flush.rows import RowBuilder, fit_cell, header_row
+from sheetsync.flush.times import format_time, time_formatter
 from sheetsync.models import Question, QuestionType, Step, Submission, User
 from sheetsync.settings import Settings
 
@@ -152,7 +146,7 @@ def test_missing_submitter_is_empty() -> None:
 def test_jumbotron_answers_are_ignored() -> None:
     row = build([{"questionId": "intro", "value": "display text"}])
     assert "display text" not in row
-    assert len(row) == 3 + len(LAYOUT.columns)
+    assert len(row) == 3 + len(LAYOUT.questions)
 
 
 @pytest.mark.parametrize(
@@ -622,7 +616,7 @@ def test_load_layout_orders_steps_then_questions(
     session.commit()
     layout = load_layout(session, "f1")
     assert layout.question_ids == ("a1", "a3", "b2")
-    assert [c.title for c in layout.columns] == ["A1", "A3", "B2"]
+    assert [c.title for c in layout.questions] == ["A1", "A3", "B2"]
     assert layout.ignored_question_ids == frozenset({"b1"})
 
 
@@ -630,8 +624,8 @@ def test_load_layout_of_seeded_form(session: Session, pii_keys: tuple[bytes, byt
     form = seed_form(session, steps=3, questions_per_step=4, pii=2, jumbotrons=1)
     layout = load_layout(session, form.submission_id)
     assert layout.question_ids == tuple(q.id for q in form.columns)
-    assert len(layout.columns) == 12
-    assert sum(c.type is QuestionType.PERSONAL_INFO for c in layout.columns) == 2
+    assert len(layout.questions) == 12
+    assert sum(c.type is QuestionType.PERSONAL_INFO for c in layout.questions) == 2
     assert layout.ignored_question_ids == frozenset(form.jumbotron_question_ids)
 
 
@@ -644,4 +638,4 @@ def test_load_layout_of_an_empty_form(session: Session) -> None:
     session.add(User(id="u1", email="u1@example.com"))
     session.add(Submission(id="empty", title="form", owner_id="u1"))
     session.commit()
-    assert load_layout(session, "empty").columns == ()
+    assert load_layout(session, "empty").questions == ()

@@ -13,7 +13,7 @@ from support.scrape import Scraper, metrics_endpoint
 from support.waiting import wait_until
 
 from sheetsync import emit_answer_submitted
-from sheetsync.pipeline import get_pipeline
+from sheetsync.services import get_services
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "docs" / "grafana" / "sheetsync.json"
 APPEND = "spreadsheets.values.append"
@@ -32,7 +32,7 @@ def test_values_move_during_a_real_run(world, worker_processes, admin, tmp_path)
     admin.revoke("google-revoked")
     admin.add_fault("values.append", 1, "error", status=429, account="google-healthy")
     for _ in range(20):  # the limited owner's window is full for a minute
-        get_pipeline().limiter.take("google-limited")
+        get_services().limiter.take("google-limited")
 
     with metrics_endpoint({**os.environ, **env}, tmp_path) as scrape:
         before = scrape.samples()

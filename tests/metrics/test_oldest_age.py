@@ -7,17 +7,17 @@ import time
 
 from sheetsync.keys import BUFFER_INDEX, BufferKey
 from sheetsync.ops.status import collect_buffers
-from sheetsync.pipeline import Pipeline
+from sheetsync.services import Services
 
 KEY = BufferKey("owner_1", "form_1", "sheet_abc", 0)
 
 
-def only_item(pipeline: Pipeline) -> dict[str, object]:
+def only_item(pipeline: Services) -> dict[str, object]:
     (item,) = collect_buffers(pipeline, 10)["items"]
     return item
 
 
-def test_a_partial_flush_keeps_the_age_of_what_is_left(pipeline: Pipeline) -> None:
+def test_a_partial_flush_keeps_the_age_of_what_is_left(pipeline: Services) -> None:
     store = pipeline.store
     [task] = store.push([(KEY, "q")], ["a1", "a2", "a3"])
     time.sleep(0.4)
@@ -31,7 +31,7 @@ def test_a_partial_flush_keeps_the_age_of_what_is_left(pipeline: Pipeline) -> No
     assert item["oldest_age_s"] >= 0.4  # a2 and a3 came with a1
 
 
-def test_ids_pushed_while_a_run_drains_do_not_inherit_an_older_age(pipeline: Pipeline) -> None:
+def test_ids_pushed_while_a_run_drains_do_not_inherit_an_older_age(pipeline: Services) -> None:
     store = pipeline.store
     [task] = store.push([(KEY, "q")], ["a1"])
     time.sleep(0.6)
@@ -47,7 +47,7 @@ def test_ids_pushed_while_a_run_drains_do_not_inherit_an_older_age(pipeline: Pip
     assert item["oldest_age_s"] < 0.3  # a2's age, not a1's
 
 
-def test_a_buffer_without_arrival_runs_falls_back_to_the_index(pipeline: Pipeline) -> None:
+def test_a_buffer_without_arrival_runs_falls_back_to_the_index(pipeline: Services) -> None:
     pipeline.store.push([(KEY, "q")], ["a1"])
     pipeline.redis.delete(KEY.times)  # as a version without arrival runs left it
     pipeline.redis.zadd(BUFFER_INDEX, {KEY.base: pipeline.store.redis_now_ms() - 5000})

@@ -98,7 +98,7 @@ def test_revoked_credential_calls_the_hook_once_then_replay(
 
     # The owner reconnects; the replay tells them their answers are on their way.
     admin.add_account("google-owner_n", "refresh-owner_n")
-    credential_reconnected("owner_n", pipeline=pipeline)
+    credential_reconnected("owner_n", services=pipeline)
     assert replay.dispatch_due(pipeline) == 1
     wait_until(lambda: len(world.ids_in(sheet)) == len(ids), timeout=30)
     wait_until(lambda: len(received(notify_dir)) == 2, timeout=30)

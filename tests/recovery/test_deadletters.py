@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import update
 from support.waiting import wait_until
 
-from sheetsync import ledger
+from sheetsync import deadletters, ledger
 from sheetsync.keys import BufferKey
 from sheetsync.models import (
     CredentialStatus,
@@ -24,7 +24,7 @@ from sheetsync.models import (
     TransactionType,
     utcnow,
 )
-from sheetsync.recovery import deadletters, replay
+from sheetsync.recovery import replay
 
 SHEETSYNC = str(Path(sys.executable).with_name("sheetsync"))
 

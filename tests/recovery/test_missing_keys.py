@@ -13,7 +13,7 @@ from typing import Any
 from support.notify_hooks import received
 from support.waiting import wait_until
 
-from sheetsync import emit_answer_submitted
+from sheetsync import deadletters, emit_answer_submitted
 from sheetsync.keys import OWNER_NOTIFIED
 from sheetsync.models import (
     CredentialStatus,
@@ -21,7 +21,7 @@ from sheetsync.models import (
     DeadLetterStatus,
     GoogleCredential,
 )
-from sheetsync.recovery import deadletters, replay
+from sheetsync.recovery import replay
 
 HOOK = "support.notify_hooks:record"
 

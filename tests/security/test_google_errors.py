@@ -30,7 +30,8 @@ from sheetsync.errors import (
     TransientError,
 )
 from sheetsync.settings import Settings
-from sheetsync.sheets.client import GOOGLE_TEXT_LOGGER, SheetsClient, translate_error
+from sheetsync.sheets.client import SheetsClient
+from sheetsync.sheets.google_errors import GOOGLE_TEXT_LOGGER, translate_error
 
 #: A fake national id number, as a respondent's answer would hold it.
 CANARY = "880214-1637290"

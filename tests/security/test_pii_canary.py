@@ -46,7 +46,7 @@ from sheetsync import emit_answer_submitted
 from sheetsync.crypto import encrypt_answer_value
 from sheetsync.dev.seed import SeededForm, link_sheet
 from sheetsync.models import DeadLetterReason, QuestionType, SheetTransaction, SubmissionAnswer
-from sheetsync.sheets.client import GOOGLE_TEXT_LOGGER
+from sheetsync.sheets.google_errors import GOOGLE_TEXT_LOGGER
 
 #: A fake Korean resident registration number, unique to this run: the personal info.
 CANARY = f"851107-2{secrets.randbelow(10**6):06d}"

@@ -10,7 +10,7 @@ from support.waiting import wait_until
 
 from sheetsync import emit_answer_submitted
 from sheetsync.models import SheetTransaction, TransactionType
-from sheetsync.pipeline import get_pipeline
+from sheetsync.services import get_services
 
 WINDOW_S = 4.0
 MARGIN_S = 0.1
@@ -30,7 +30,7 @@ def test_four_workers_never_exceed_the_quotas_and_use_most_of_them(world, worker
         flush_delay_s=0.2,
         lease_s=10,
     )
-    pipeline = get_pipeline()
+    pipeline = get_services()
     # 200 buffers: 100 forms, each linked to two sheets, spread over 3 owners.
     firsts = []
     for n in range(BUFFERS // 2):

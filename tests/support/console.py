@@ -15,10 +15,10 @@ from pathlib import Path
 
 from selenium.webdriver.remote.webdriver import WebDriver
 
+from sheetsync import deadletters
 from sheetsync.dev.seed import SeededForm
 from sheetsync.keys import BufferKey
 from sheetsync.models import DeadLetterReason
-from sheetsync.recovery import deadletters
 from support.waiting import wait_until
 from support.world import Sheet, World
 

@@ -6,12 +6,12 @@ from dataclasses import dataclass
 
 from sqlalchemy import func, select
 
+from sheetsync import deadletters
 from sheetsync.dev.emulator.admin import EmulatorAdmin
 from sheetsync.dev.seed import SeededForm, link_sheet, seed_answers, seed_form
 from sheetsync.keys import BUFFER_INDEX, PREFIX
 from sheetsync.models import DeadLetter, Plan, SheetTransaction, TransactionType
-from sheetsync.pipeline import Pipeline
-from sheetsync.recovery import deadletters
+from sheetsync.services import Services
 
 #: Emulator quotas for tests that are not about quotas: out of the way.
 GENEROUS_QUOTA = 1_000_000
@@ -24,7 +24,7 @@ class Sheet:
 
 
 class World:
-    def __init__(self, pipeline: Pipeline, admin: EmulatorAdmin) -> None:
+    def __init__(self, pipeline: Services, admin: EmulatorAdmin) -> None:
         self.pipeline = pipeline
         self.admin = admin
         self._counter = 0

@@ -106,7 +106,7 @@ def test_console_shows_live_data_and_replays_a_dead_letter(world, pipeline_env, 
 
         # The owner reconnects; the operator replays from the console.
         admin.add_account("google-owner_revoked", "refresh-owner_revoked")
-        credential_reconnected("owner_revoked", pipeline=world.pipeline)
+        credential_reconnected("owner_revoked", services=world.pipeline)
         with _worker():
             browser.get(f"{console.url}/dead-letters/{entry.id}")
             browser.find_element(By.LINK_TEXT, "Replay…").click()

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from support.console import running_console
 
+from sheetsync import deadletters
 from sheetsync.keys import BufferKey
 from sheetsync.models import DeadLetterReason, DeadLetterStatus
-from sheetsync.recovery import deadletters
 from sheetsync.web.auth import is_loopback, presented_token
 
 SHEETSYNC = str(Path(sys.executable).with_name("sheetsync"))

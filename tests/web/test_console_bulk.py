@@ -15,7 +15,7 @@ from support.console import park, running_console
 from support.databases import BOTH_DATABASES
 from support.waiting import wait_until
 
-from sheetsync import ledger
+from sheetsync import deadletters, ledger
 from sheetsync.dispatch import QUEUES
 from sheetsync.models import (
     DeadLetterReason,
@@ -23,7 +23,6 @@ from sheetsync.models import (
     GoogleCredential,
     TransactionType,
 )
-from sheetsync.recovery import deadletters
 
 FORM_POST = {"Content-Type": "application/x-www-form-urlencoded"}
 

@@ -1,4 +1,6 @@
-"""The handles one process needs to run the pipeline, built once per process."""
+"""The services one process works with: its settings, Redis, the buffer store, the rate
+limiter and the database, built once per process (a Redis pipeline is something else:
+``redis.pipeline()``)."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from sheetsync.sheets.limiter import RateLimiter
 
 
 @dataclass
-class Pipeline:
+class Services:
     settings: Settings
     redis: redis.Redis
     store: BufferStore
@@ -33,7 +35,7 @@ class Pipeline:
         *,
         engine: Engine | None = None,
         client: Redis | None = None,
-    ) -> Pipeline:
+    ) -> Services:
         settings = settings or get_settings()
         client = client or redis_urls.client(settings.redis_url, health_check_interval=30)
         store = BufferStore(client, settings)
@@ -53,20 +55,20 @@ class Pipeline:
 
 
 _lock = threading.Lock()
-_current: Pipeline | None = None
+_current: Services | None = None
 
 
-def get_pipeline() -> Pipeline:
-    """The process-wide pipeline, built on first use from the settings."""
+def get_services() -> Services:
+    """The process-wide services, built on first use from the settings."""
     global _current  # noqa: PLW0603 (one per process, rebuilt after fork)
     with _lock:
         if _current is None:
-            _current = Pipeline.build()
+            _current = Services.build()
         return _current
 
 
-def reset_pipeline() -> None:
-    """Drop the process-wide pipeline (after a fork, or when the settings change)."""
+def reset_services() -> None:
+    """Drop the process-wide services (after a fork, or when the settings change)."""
     global _current  # noqa: PLW0603
     with _lock:
         if _current is not None:

@@ -307,14 +307,6 @@ def requeued_in(session: Session, entry: DeadLetter) -> None:
     entry.updated_at = now
 
 
-def touch(sessions: Sessions, entry_id: int) -> None:
-    """A replay is still working on the entry (so it does not look stale)."""
-    with sessions.begin() as session:
-        session.execute(
-            update(DeadLetter).where(DeadLetter.id == entry_id).values(updated_at=utcnow())
-        )
-
-
 def reschedule(sessions: Sessions, entry_id: int, error: str, delay_s: float) -> None:
     """The replay failed again: PENDING, one more attempt counted, due in ``delay_s``."""
     now = utcnow()

@@ -1,5 +1,7 @@
-"""The database side of ``sheetsync dlq``: read, check and purge dead letters.
+"""Dead letters as an operator sees them (``sheetsync dlq`` and the console): list them,
+select them by a filter for a bulk action, read one with its answer ids.
 
+Only reads: every change of a dead letter's status is :mod:`sheetsync.deadletters`'s.
 Kept apart from the command definitions so that ``--help`` and usage errors never pay
 for importing SQLAlchemy and the models.
 """
@@ -13,8 +15,8 @@ from typing import Any
 from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from sheetsync import deadletters
 from sheetsync.models import DeadLetter, DeadLetterAnswer
-from sheetsync.recovery import deadletters
 
 
 @dataclass(frozen=True)

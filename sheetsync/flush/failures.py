@@ -1,5 +1,6 @@
-"""How a flush run that raised ends: one table, :data:`FAILURE_OUTCOMES`, from the
-exception's class to what happens to the buffer (docs/ARCHITECTURE.md, "One flush run").
+"""The failure table: how a flush run that raised ends, from the exception's class to
+what happens to the buffer (:data:`FAILURE_OUTCOMES`; docs/ARCHITECTURE.md, "One flush
+run").
 
 Every row ends the job, releases it for a bounded number of retries, or parks its ids:
 no failure leaves a job running or re-dispatched forever.
@@ -10,12 +11,12 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from sqlalchemy.exc import OperationalError, SQLAlchemyError
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
-from sheetsync import credentials, ledger, links, notify
+from sheetsync import credentials, deadletters, ledger, links, notify
 from sheetsync.alerts import send_alert_once
 from sheetsync.buffers.push import push
 from sheetsync.errors import (
@@ -34,12 +35,9 @@ from sheetsync.errors import (
 from sheetsync.flush import intents
 from sheetsync.flush.columns import LinkPaused
 from sheetsync.flush.outcomes import Outcome
+from sheetsync.flush.run import FlushRun
 from sheetsync.ledger import SETTLED
 from sheetsync.models import DeadLetterReason, TransactionType
-from sheetsync.recovery import deadletters
-
-if TYPE_CHECKING:
-    from sheetsync.flush.run import FlushRun
 
 log = logging.getLogger(__name__)
 
@@ -69,12 +67,12 @@ def link_gone(run: FlushRun, exc: links.LinkGone) -> Outcome:
     """The link (or the form) is gone. Another link to the same sheet takes the ids;
     without one they end FAILED, with the buffer's dead letters, and nothing is
     written to that sheet."""
-    ids = run.p.store.read_all(run.key)
-    with run.p.sessions.begin() as session:
+    ids = run.services.store.read_all(run.key)
+    with run.services.sessions.begin() as session:
         states = ledger.states(session, ids, run.key.spread_sheet_id, run.key.sheet_id)
         unsettled = list(dict.fromkeys(i for i in ids if states.get(i) not in SETTLED))
         if exc.successor is None:
-            note_replays(run, session)
+            run.replays.note(session)
             ledger.record(
                 session,
                 unsettled,
@@ -88,7 +86,7 @@ def link_gone(run: FlushRun, exc: links.LinkGone) -> Outcome:
                 intents.resolve(session, intent.id)
     if exc.successor is not None:
         successor, queue = exc.successor
-        push(run.p.store, [(successor, queue)], unsettled)
+        push(run.services.store, [(successor, queue)], unsettled)
     log.warning("flush %s: %s (%d ids)", run.lease.token, exc, len(unsettled))
     run.trim(len(ids), None)
     if exc.successor is None and unsettled:
@@ -132,7 +130,7 @@ def permanent(run: FlushRun, exc: PermanentError) -> Outcome:
         # Most likely the tab was renamed since we cached its title: forget it and
         # run again at once; a gid that is really gone fails for good then.
         log.warning("flush %s: %s; looking the sheet up again", run.lease.token, exc)
-        run.p.store.forget_sheet(run.key, "title", "time_zone", "header_ok")
+        run.services.store.forget_sheet(run.key, "title", "time_zone", "header_ok")
         return run.finish(countdown_s=0)
     _park_buffer(run, DeadLetterReason.PERMANENT, str(exc))
     _notify_owner(run, notify.LINK_FAILED)
@@ -144,10 +142,10 @@ def sheet_full(run: FlushRun, exc: SheetFullError) -> Outcome:
     over to a new tab sized to our columns, and run again at once. When even that is
     refused, the buffer waits in a SHEET_FULL dead letter (retried hourly): an answer
     never fails because a sheet is full (docs/ARCHITECTURE.md, "Full sheets roll over")."""
-    tabs = run.tabs if run.has_tabs else None
-    if tabs is not None and tabs.header is not None and not tabs.fresh():
+    rollover = run.rollover if run.sheet_open else None
+    if rollover is not None and rollover.header is not None and not rollover.fresh():
         try:
-            tabs.roll_over()
+            rollover.roll_over()
         except SheetFullError as refused:
             exc = refused
         except Exception as other:
@@ -165,8 +163,8 @@ def sheet_full(run: FlushRun, exc: SheetFullError) -> Outcome:
 def retry(run: FlushRun, exc: Exception) -> Outcome:
     """Retry with backoff; after RETRY_MAX failures in a row, a dead letter (with an
     alert) whose reason says what kept failing."""
-    settings = run.p.settings
-    failures = run.p.store.attempts(run.key) + 1
+    settings = run.services.settings
+    failures = run.services.store.attempts(run.key) + 1
     if failures > settings.retry_max:
         reason = _exhausted_reason(exc)
         _park_buffer(run, reason, f"{failures} tries failed: {_describe(exc)}")
@@ -178,7 +176,7 @@ def retry(run: FlushRun, exc: Exception) -> Outcome:
         # A request we gave up on (no answer) may still be running at Google; the
         # next run reads the sheet only once it can no longer land.
         delay = max(delay, settings.google_timeout_s)
-    if run.p.store.release(run.key, run.lease, delay) < 0:
+    if run.services.store.release(run.key, run.lease, delay) < 0:
         return fenced(run, exc)
     error = exc if isinstance(exc, TransientError) else TransientError(_describe(exc))
     return Outcome("retry", run.tally, retry_in_s=delay, error=error)
@@ -195,25 +193,25 @@ def _park_buffer(
     """Move every unsettled id of the buffer to a dead letter, then trim them. With a
     ``precondition``, only if it holds, checked in the same transaction. Returns whether
     the ids were parked."""
-    ids = run.p.store.read_all(run.key)
-    delay = deadletters.delay_for(reason, run.p.settings)
-    with run.p.sessions.begin() as session:
+    ids = run.services.store.read_all(run.key)
+    delay = deadletters.delay_for(reason, run.services.settings)
+    with run.services.sessions.begin() as session:
         if precondition is not None and not precondition(session):
             return False
         settled = ledger.states(session, ids, run.key.spread_sheet_id, run.key.sheet_id)
         pending = list(dict.fromkeys(i for i in ids if settled.get(i) not in SETTLED))
         deadletters.park(session, run.key, pending, reason, message, delay_s=delay)
-        note_replays(run, session)  # parked in another entry, an id is settled for a replay
+        run.replays.note(session)  # parked in another entry, an id is settled for a replay
     run.trim(len(ids), None)
     run.tally.parked += len(pending)
     if pending and alert:
         send_alert_once(
-            run.p.redis,
+            run.services.redis,
             f"{reason.value}:{run.key.base}",
             f"{reason.value}: {len(pending)} answers of form {run.key.submission_id} for "
             f"spreadsheet {run.key.spread_sheet_id} (gid {run.key.sheet_id}, owner "
             f"{run.key.user_id}) moved to a dead letter: {message}",
-            settings=run.p.settings,
+            settings=run.services.settings,
         )
     return True
 
@@ -221,7 +219,9 @@ def _park_buffer(
 def _notify_owner(run: FlushRun, topic: str) -> None:
     """Tell the buffer's owner (at most once an hour per topic; never raises, and the
     hook itself runs in a task of its own, off this flush's path)."""
-    notify.notify_buffer(run.p.redis, run.p.sessions, topic, run.key, settings=run.p.settings)
+    notify.notify_buffer(
+        run.services.redis, run.services.sessions, topic, run.key, settings=run.services.settings
+    )
 
 
 def _describe(exc: Exception) -> str:
@@ -265,34 +265,6 @@ FAILURE_OUTCOMES: tuple[tuple[type[Exception], Callable[[FlushRun, Any], Outcome
     (OperationalError, retry),
     (Exception, retry),
 )
-
-
-def note_replays(run: FlushRun, session: Session) -> None:
-    """In a transaction that settles or parks ids: is a replay of this sheet's answers
-    in flight? (One indexed read per run, until one is found.)"""
-    if not run.replays_open:
-        run.replays_open = deadletters.replaying(session, run.key.spread_sheet_id, run.key.sheet_id)
-
-
-def complete_replays(run: FlushRun) -> None:
-    """When a run that settled ids while a replay of its sheet was in flight ends: the
-    entries with no id ENQUEUED any more are DONE now, not at beat's next dispatch
-    (which stays the backstop, for a run that dies before this too)."""
-    if not run.replays_open:
-        return
-    try:
-        done = deadletters.complete_replays(
-            run.p.sessions, sheet=(run.key.spread_sheet_id, run.key.sheet_id)
-        )
-    except SQLAlchemyError as exc:
-        log.warning(
-            "flush %s could not mark finished replays DONE (%s); beat's dead-letter dispatch will",
-            run.lease.token,
-            type(exc).__name__,
-        )
-        return
-    if done:
-        log.info("flush %s finished the replay of dead letters %s", run.lease.token, done)
 
 
 def end_with(run: FlushRun, exc: Exception) -> Outcome:

@@ -1,4 +1,4 @@
-"""Text for people: masked URLs, times, durations, clipped one-liners (CLI, demo, console)."""
+"""Text for people: masked URLs, times, durations, clipped one-liners (logs, CLI, console, demo)."""
 
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ from prometheus_client.registry import Collector
 from sheetsync.metrics import events
 from sheetsync.metrics import names as n
 from sheetsync.ops import status
-from sheetsync.pipeline import Pipeline
+from sheetsync.services import Services
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +53,8 @@ class PipelineCollector(Collector):
     """Reads Redis and the database once per scrape; a source that fails shows as
     ``sheetsync_source_up{source=...} 0`` and its metrics are left out."""
 
-    def __init__(self, pipeline: Pipeline) -> None:
-        self.pipeline = pipeline
+    def __init__(self, services: Services) -> None:
+        self.services = services
 
     def collect(self) -> Iterable[Metric]:
         started = time.monotonic()
@@ -77,8 +77,8 @@ class PipelineCollector(Collector):
     # -- Redis ---------------------------------------------------------------------------
 
     def _from_redis(self) -> list[Metric]:
-        buffers = status.collect_buffers(self.pipeline, self.pipeline.settings.metrics_buffers_max)
-        workers = status.collect_workers(self.pipeline)
+        buffers = status.collect_buffers(self.services, self.services.settings.metrics_buffers_max)
+        workers = status.collect_workers(self.services)
         status.flag_stalled(buffers, workers)
         metrics = list(_buffer_metrics(buffers))
         live = GaugeMetricFamily(n.WORKERS, "Live worker and beat processes.", labels=["role"])
@@ -88,13 +88,13 @@ class PipelineCollector(Collector):
         for role, count in sorted(roles.items()):
             live.add_metric([role], count)
         metrics.append(live)
-        metrics.extend(_event_metrics(events.read(self.pipeline.redis)))
+        metrics.extend(_event_metrics(events.read(self.services.redis)))
         return metrics
 
     # -- the database (and the limiter windows of its accounts) ---------------------------
 
     def _from_database(self) -> list[Metric]:
-        dead = status.collect_dead_letters(self.pipeline)
+        dead = status.collect_dead_letters(self.services)
         letters = GaugeMetricFamily(
             n.DEAD_LETTERS, "Dead letters by status and reason.", labels=["status", "reason"]
         )
@@ -103,7 +103,7 @@ class PipelineCollector(Collector):
         credentials = GaugeMetricFamily(
             n.CREDENTIALS, "Google credentials by status.", labels=["status"]
         )
-        for state, count in status.collect_credentials(self.pipeline).items():
+        for state, count in status.collect_credentials(self.services).items():
             credentials.add_metric([state], count)
         return [
             letters,
@@ -111,7 +111,7 @@ class PipelineCollector(Collector):
                 n.DEAD_LETTERS_DUE, "PENDING dead letters due for a retry.", dead["pending_due_now"]
             ),
             credentials,
-            *_limiter_metrics(status.collect_limiter(self.pipeline)),
+            *_limiter_metrics(status.collect_limiter(self.services)),
         ]
 
 
