@@ -79,6 +79,12 @@ class Arrivals:
     length: int
     oldest_age_s: float
     newest_age_s: float
+    #: When the newest id arrived (Redis ms; None when no arrival is noted).
+    newest_at_ms: int | None
+
+    def arrived_after(self, at_ms: int) -> bool:
+        """Whether ids arrived after ``at_ms`` on Redis's clock (the one that noted them)."""
+        return self.newest_at_ms is not None and self.newest_at_ms > at_ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +197,7 @@ class BufferStore:
             length=int(length),
             oldest_age_s=_age_s(oldest, now_ms),
             newest_age_s=_age_s(newest, now_ms),
+            newest_at_ms=_noted_at_ms(newest),
         )
 
     def read_all(self, key: BufferKey) -> list[str]:
@@ -393,10 +400,14 @@ class BufferStore:
 
 def _age_s(run: bytes | str | None, now_ms: int) -> float:
     """Seconds since an arrival run (``<ms>:<count>``) was noted; 0 when there is none."""
+    at_ms = _noted_at_ms(run)
+    return 0.0 if at_ms is None else max(0, now_ms - at_ms) / 1000
+
+
+def _noted_at_ms(run: bytes | str | None) -> int | None:
+    """When an arrival run (``<ms>:<count>``) was noted (Redis ms); None when there is none."""
     text = _text(run)
-    if not text:
-        return 0.0
-    return max(0, now_ms - int(text.partition(":")[0])) / 1000
+    return int(text.partition(":")[0]) if text else None
 
 
 def _parse_bases(members: Iterable[bytes | str]) -> list[BufferKey]:

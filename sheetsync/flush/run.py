@@ -108,8 +108,8 @@ class FlushRun:
         debounce like any new burst). What is left of a burst that arrived before this
         run began (the tail of a batch cut at the request cap) goes now.
         """
+        started_ms = self.services.store.redis_now_ms()
         self._hold_for_a_fuller_batch()
-        started = time.monotonic()
         self.prepare()
         for _ in range(DEFAULT_BATCHES_PER_RUN):
             batch = self.next_batch()
@@ -120,12 +120,8 @@ class FlushRun:
                 return
             settings = self.services.settings
             short = left < settings.flush_threshold and oldest_age_s < settings.flush_delay_s
-            if short and self._arrived_since(started):
+            if short and self.services.store.arrivals(self.key).arrived_after(started_ms):
                 return
-
-    def _arrived_since(self, started: float) -> bool:
-        """Whether ids arrived in the list after ``started`` (this process's clock)."""
-        return self.services.store.arrivals(self.key).newest_age_s < time.monotonic() - started
 
     def finish(self, countdown_s: float | None = None, *, hold: bool = False) -> Outcome:
         """Hand the buffer to its next task (or delete the job when the list is empty)."""
