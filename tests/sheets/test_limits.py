@@ -21,6 +21,7 @@ ACCOUNTS = 3
 
 
 @pytest.mark.slow
+@pytest.mark.timing  # "most of them" is a rate: it needs the machine to itself
 def test_four_workers_never_exceed_the_quotas_and_use_most_of_them(world, worker_processes, admin):
     workers = worker_processes(
         rate_window_s=WINDOW_S,
