@@ -10,7 +10,7 @@ export SHEETSYNC_WORKERS_DEFAULT ?= 3
 export SHEETSYNC_WORKERS_SCHEDULED ?= 2
 
 # Both lock files come from pyproject.toml through one uv command, so they pin the same
-# versions: requirements.lock (runtime + flower + dev; `make install`) and
+# versions: requirements.lock (runtime + flower + dev + docs; `make install`) and
 # requirements-runtime.lock (runtime + flower; the image), the second constrained by the
 # first. Every pin carries its hashes (--generate-hashes): `make install` and the image
 # install with `pip install --require-hashes`, so a changed file on the index fails the
@@ -20,7 +20,7 @@ LOCK_FLAGS ?=
 UV_COMPILE = $(abspath $(BIN))/uv pip compile pyproject.toml --quiet --python-version 3.11 \
 	--custom-compile-command "make lock" --generate-hashes $(LOCK_FLAGS)
 define compile_locks
-	cd $(1) && $(UV_COMPILE) --extra dev --extra flower -o requirements.lock
+	cd $(1) && $(UV_COMPILE) --extra dev --extra docs --extra flower -o requirements.lock
 	cd $(1) && $(UV_COMPILE) --extra flower -c requirements.lock -o requirements-runtime.lock
 endef
 LOCK_CHECK := $(VENV)/lock-check
