@@ -62,6 +62,7 @@ lint: install
 	$(BIN)/mypy
 	$(BIN)/hadolint Dockerfile
 	$(BIN)/lint-imports
+	$(MAKE) --no-print-directory docs
 
 # The docs site (mkdocs.yml) into site/: strict, so a broken link or anchor, or a page left
 # out of the nav, fails; the reference pages are written from the code
