@@ -52,10 +52,12 @@ def variable(name: str) -> str:
 
 
 def prose(text: str | None) -> str:
-    """A docstring as one Markdown paragraph: ``code`` as `code`, Sphinx roles dropped."""
+    """A docstring as one Markdown paragraph: ``code`` as `code`, Sphinx roles dropped,
+    and ``<`` outside code escaped (``"<title> (2)"`` is text, not an HTML tag)."""
     text = re.sub(r":[a-z]+:`~?([^`]+)`", r"`\1`", text or "")
-    text = text.replace("``", "`")
-    return " ".join(text.split())
+    parts = text.replace("``", "`").split("`")
+    parts[::2] = [part.replace("<", "&lt;") for part in parts[::2]]
+    return " ".join("`".join(parts).split())
 
 
 def type_name(field: FieldInfo) -> str:
