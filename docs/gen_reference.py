@@ -29,7 +29,7 @@ from sheetsync.setting_readers import READERS
 from sheetsync.settings import ENV_PREFIX, Settings
 
 #: The width of the CLI's help text, as a terminal of this width would show it.
-HELP_WIDTH = 88
+HELP_WIDTH = 80
 #: The constraints a setting's type shows, as symbols.
 BOUNDS = ((annotated_types.Ge, "ge", "≥"), (annotated_types.Gt, "gt", ">"))
 UPPER = ((annotated_types.Le, "le", "≤"), (annotated_types.Lt, "lt", "<"))
