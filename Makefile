@@ -53,8 +53,23 @@ browser:
 	  $$SUDO apt-get install -y -q fonts-nanum >/dev/null 2>&1 || \
 	  { $$SUDO apt-get update -q >/dev/null && $$SUDO apt-get install -y -q fonts-nanum >/dev/null; }; }
 
+# The suite in tiers. `make test` runs everything: the tests in parallel (pytest-xdist,
+# TEST_WORKERS processes, each with its own redis-server and emulator), then the few that
+# assert a real-time bound (marked `timing`) alone, so a busy neighbour cannot fail them.
+# `make test-fast` leaves out the long whole-stack tests (slow), the chaos run, the browser
+# and the Docker checks: the loop to run while working. PYTEST_ARGS adds options to both.
+TEST_WORKERS ?= 3
+PYTEST_ARGS ?=
+PARALLEL := -n $(TEST_WORKERS) --dist worksteal
+FAST := not slow and not chaos and not browser and not docker
+
 test: install browser
-	$(BIN)/pytest
+	$(BIN)/pytest $(PARALLEL) -m "not timing" $(PYTEST_ARGS)
+	$(BIN)/pytest -m timing $(PYTEST_ARGS)
+
+test-fast: install
+	$(BIN)/pytest $(PARALLEL) -m "$(FAST) and not timing" $(PYTEST_ARGS)
+	$(BIN)/pytest -m "$(FAST) and timing" $(PYTEST_ARGS)
 
 lint: install
 	$(BIN)/ruff check .

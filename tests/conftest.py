@@ -55,7 +55,7 @@ from sqlalchemy.orm import Session
 from support.alerts import AlertSink
 from support.paths import ROOT
 from support.processes import WorkerProcesses
-from support.redis_dbs import PIPELINE_REDIS_URL, broker_url_for
+from support.redis_dbs import broker_url_for, pipeline_redis_url
 from support.world import World
 
 from sheetsync.crypto import generate_key, reset_keyring
@@ -203,7 +203,7 @@ def pii_keys(monkeypatch: pytest.MonkeyPatch) -> tuple[bytes, bytes]:
 
 @pytest.fixture
 def redis_url() -> Iterator[str]:
-    url = PIPELINE_REDIS_URL
+    url = pipeline_redis_url()
     client = redis.Redis.from_url(url)
     broker = redis.Redis.from_url(broker_url_for(url))
     client.flushdb()

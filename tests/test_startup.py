@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support.redis_dbs import PIPELINE_REDIS_URL
+from support.redis_dbs import pipeline_redis_url
 
 from sheetsync.crypto import generate_key
 from sheetsync.db import upgrade
@@ -57,7 +57,7 @@ def good_env(migrated: Path, tmp_path: Path) -> dict[str, str]:
         # This machine may run the tests as root: Celery's warning about it is not ours.
         "PYTHONWARNINGS": "ignore",
         "SHEETSYNC_DATABASE_URL": f"sqlite:///{database}",
-        "SHEETSYNC_REDIS_URL": PIPELINE_REDIS_URL,
+        "SHEETSYNC_REDIS_URL": pipeline_redis_url(),
         "SHEETSYNC_PII_KEYS": generate_key(),
         "SHEETSYNC_GOOGLE_CLIENT_ID": "startup-tests",
         "SHEETSYNC_GOOGLE_CLIENT_SECRET": "not-a-secret",

@@ -82,6 +82,7 @@ def test_finishing_an_empty_buffer_leaves_both_indexes(store):
     assert not store.redis.exists(key(1).times)
 
 
+@pytest.mark.timing
 def test_arrivals_follow_the_list_through_trims(store):
     [task] = store.push([(key(1), "q")], ["a1", "a2", "a3"])
     time.sleep(0.3)

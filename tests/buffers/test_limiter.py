@@ -52,6 +52,7 @@ def test_waiting_buffers_each_get_a_turn_of_their_own(redis_url):
     assert limiter.reserve("acct", "buffer9") > 5.9
 
 
+@pytest.mark.timing
 def test_a_turn_is_taken_by_its_buffer_and_nobody_jumps_the_queue(redis_url):
     # The margin lets a reservation be used a little late (half of it).
     limiter = limiter_for(redis_url, rate_window_s=1, rate_margin_s=0.2, rate_limit_per_account=1)

@@ -63,6 +63,7 @@ def test_claim_is_exclusive_while_the_lease_holds(store):
     assert store.claim(KEY, dispatch.token)
 
 
+@pytest.mark.timing
 def test_finish_deletes_an_empty_job_and_hands_over_a_busy_one(store):
     [dispatch] = store.push([(KEY, "q")], ["a1", "a2"])
     lease = store.claim(KEY, dispatch.token)

@@ -1,4 +1,5 @@
-"""No Celery countdown may reach the broker's visibility timeout (SPEC 7)."""
+"""No Celery countdown may reach the broker's visibility timeout (docs/ARCHITECTURE.md,
+"Failures and dead letters")."""
 
 from __future__ import annotations
 

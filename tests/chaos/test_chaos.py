@@ -19,6 +19,7 @@ from chaos.report import format_report
 SEED = 7
 
 
+@pytest.mark.chaos
 @pytest.mark.slow
 @pytest.mark.postgres
 @pytest.mark.timeout(240)

@@ -124,6 +124,7 @@ def test_a_missing_sqlite_file_is_one_line_and_stays_missing(cli: Cli, tmp_path:
     assert not absent.parent.exists()
 
 
+@pytest.mark.slow
 def test_read_only_commands_create_nothing_in_an_empty_directory(cli: Cli, tmp_path: Path) -> None:
     empty = tmp_path / "fresh"
     empty.mkdir()

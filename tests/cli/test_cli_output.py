@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+import pytest
 from support.cli import Cli
 from typer.main import get_command
 
@@ -58,6 +59,7 @@ def _command_paths(command: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[s
         yield from _command_paths(sub, (*path, name))
 
 
+@pytest.mark.slow
 def test_help_pages_show_no_type_placeholders(cli: Cli) -> None:
     paths = list(_command_paths(get_command(app)))
     assert ("dlq", "replay") in paths and ("health",) in paths

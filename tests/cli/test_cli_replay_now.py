@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -37,15 +36,8 @@ class Parked:
 
 
 @pytest.fixture
-def emulator() -> Iterator[EmulatorServer]:
-    with EmulatorServer() as server:
-        yield server
-
-
-@pytest.fixture
-def parked(cli: Cli, emulator: EmulatorServer) -> Parked:
+def parked(cli: Cli, emulator: EmulatorServer, admin: EmulatorAdmin) -> Parked:
     """25 answers of a form parked in one CREDENTIAL dead letter, due in 7 days."""
-    admin = EmulatorAdmin(emulator.url)
     admin.add_account(ACCOUNT, f"refresh-{OWNER}")
     spreadsheet_id, gids = admin.create_spreadsheet(ACCOUNT, "Answers", ["Responses"])
     gid = gids["Responses"]

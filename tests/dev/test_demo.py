@@ -3,9 +3,9 @@ must land every answer of a valid owner once per linked sheet, park every answer
 revoked owner in a PENDING dead letter, print commands that work, and leave no process
 behind and no key in a Redis it did not start.
 
-A shared Redis is ``SHEETSYNC_TEST_DEMO_REDIS_URL`` (default db 12 on 127.0.0.1), a
-database no other test uses; it is emptied before and after. One test looks at the Redis
-on 127.0.0.1:6379 on purpose: the demo must not write there.
+A shared Redis is database 12 of the test process's own redis-server
+(``support.redis_dbs``), emptied before and after. One test looks at the Redis on
+127.0.0.1:6379 on purpose: the demo must not write there.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 import redis
+from support.redis_dbs import DEMO_DB, redis_db_url
 from support.waiting import wait_until
 
 from sheetsync.dev.demo_data import expected_rows
@@ -30,7 +31,6 @@ from sheetsync.dev.emulator import EmulatorAdmin
 from sheetsync.dev.local import free_port, redis_answers
 from sheetsync.keys import BUFFER_INDEX, HEARTBEATS, heartbeat_key
 
-DEFAULT_DEMO_REDIS_URL = "redis://127.0.0.1:6379/12"
 #: The Redis a newcomer's machine may already run, which the demo must leave alone.
 DEFAULT_PORT_REDIS_URL = "redis://127.0.0.1:6379/0"
 SHEETSYNC = Path(sys.executable).with_name("sheetsync")
@@ -47,6 +47,9 @@ DEAD_LETTER_LINE = re.compile(
 #: The revoked owner's form: answers trip_1 … trip_50.
 REVOKED_ANSWER_IDS = {f"trip_{n}" for n in range(1, 51)}
 
+#: Each test runs the real demo (its stack, a worker, beat): long, so not in test-fast.
+pytestmark = pytest.mark.slow
+
 needs_redis_server = pytest.mark.skipif(
     shutil.which("redis-server") is None, reason="redis-server is not on PATH"
 )
@@ -54,9 +57,7 @@ needs_redis_server = pytest.mark.skipif(
 
 @pytest.fixture
 def demo_redis_url() -> Iterator[str]:
-    url = os.environ.get("SHEETSYNC_TEST_DEMO_REDIS_URL", DEFAULT_DEMO_REDIS_URL)
-    if not redis_answers(url):
-        pytest.skip(f"no Redis at {url}")
+    url = redis_db_url(DEMO_DB)
     client = redis.Redis.from_url(url)
     client.flushdb()
     yield url

@@ -82,6 +82,7 @@ def fill_in(browser) -> None:
         group.find_elements(By.TAG_NAME, "input")[0].click()
 
 
+@pytest.mark.browser
 def test_a_form_submitted_in_the_browser_lands_in_the_sheet(demo_web) -> None:
     url, workdir, process = demo_web
     with chromium(width=1100, height=900) as browser:

@@ -25,6 +25,8 @@ FLUSH_DELAY_S = 0.5
 LIVE_BOUND_S = FLUSH_DELAY_S + 2
 
 
+@pytest.mark.slow
+@pytest.mark.timing
 def test_backfill_lands_every_existing_answer_once_without_starving_live_answers(
     world, worker_processes, pipeline_env
 ):

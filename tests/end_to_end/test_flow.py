@@ -67,6 +67,7 @@ def test_second_emit_inside_the_window_joins_the_same_flush(world, worker, admin
     assert admin.stats()["requests"]["by_kind"]["values.append"] == 1
 
 
+@pytest.mark.timing
 def test_promotion_at_threshold_replaces_the_delayed_task(world, pipeline_env, admin, task_log):
     from celery.contrib.testing.worker import start_worker
 

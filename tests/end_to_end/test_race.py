@@ -1,4 +1,5 @@
-"""Race real producers against real worker processes (SPEC 3.3 invariants I1-I3)."""
+"""Race real producers against real worker processes (the invariants I1-I3 of
+docs/ARCHITECTURE.md, "Invariants")."""
 
 from __future__ import annotations
 

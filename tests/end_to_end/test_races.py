@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 from support.paths import ROOT
 from support.waiting import wait_until
 
@@ -33,6 +34,7 @@ def redis_now_ms(client) -> float:
     return seconds * 1000 + micros / 1000
 
 
+@pytest.mark.timing
 def test_a_web_host_clock_45s_off_does_not_move_the_debounce(world, pipeline_env, monkeypatch):
     pipeline_env(flush_delay_s=5)
     form = world.form()
@@ -59,6 +61,7 @@ def test_a_sweeper_clock_45s_fast_does_not_resend_every_job(world, pipeline_env,
     assert resent == [], f"{len(resent)} of {len(sheets)} jobs re-sent by a fast clock"
 
 
+@pytest.mark.timing
 def test_a_worker_clock_45s_slow_keeps_a_full_lease(world, pipeline_env, monkeypatch):
     pipeline_env(lease_s=10)
     form = world.form()
@@ -100,6 +103,7 @@ def test_a_reconnect_during_a_run_is_not_undone(world, worker, admin):
         assert session.get(GoogleCredential, form.owner_id).status is CredentialStatus.VALID
 
 
+@pytest.mark.slow
 def test_workers_and_beat_ride_out_a_redis_restart(world, pipeline_env, tmp_path):
     """Redis restarts (losing everything) mid-run: every process lives, every answer lands once."""
     from sheetsync.dev.local import free_port, start_redis_server

@@ -73,7 +73,9 @@ def _redis_server(args: list[str], log: Path) -> subprocess.Popen[bytes]:
 @pytest.fixture
 def sentinels(tmp_path: Path) -> Iterator[SentinelSet]:
     primary, replica = free_port(), free_port()
-    common = ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+    # --dir: the replica's full sync writes an RDB file; it belongs in the test's directory,
+    # not in whatever directory pytest runs from.
+    common = ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(tmp_path)]
     processes = {
         "primary": _redis_server(["--port", str(primary), *common], tmp_path / "primary.log"),
         "replica": _redis_server(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 
+import pytest
 from sqlalchemy import select
 from support.waiting import wait_until
 
@@ -184,6 +185,7 @@ def test_a_failed_answer_is_sent_again_only_when_asked(world, worker):
     assert resend_failed([ids[1]]).resent == 0  # COMPLETED now: nothing to resend
 
 
+@pytest.mark.timing
 def test_no_sheets_request_outlives_the_runs_lease(world, pipeline_env, admin):
     """Google hangs longer than the lease on the first read; the request is given up
     before the lease ends (not after GOOGLE_TIMEOUT_S), and the run retries."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from support.waiting import wait_until
 
 from sheetsync import emit_answer_submitted, emit_answers_submitted
@@ -21,6 +22,7 @@ def emit_steadily(ids: list[str], per_second: float) -> float:
     return time.monotonic()
 
 
+@pytest.mark.timing
 def test_a_steady_stream_is_sent_in_full_batches_and_its_end_at_once(
     world, pipeline_env, worker, admin
 ):
@@ -42,6 +44,7 @@ def test_a_steady_stream_is_sent_in_full_batches_and_its_end_at_once(
     assert landed_after_s < 2.0, landed_after_s
 
 
+@pytest.mark.timing
 def test_a_lone_answer_still_lands_a_debounce_after_it_arrived(world, pipeline_env, worker):
     pipeline_env(flush_delay_s=1, flush_idle_s=0.3)
     form = world.form()
@@ -53,6 +56,7 @@ def test_a_lone_answer_still_lands_a_debounce_after_it_arrived(world, pipeline_e
     assert 0.9 < time.monotonic() - emitted < 3
 
 
+@pytest.mark.timing
 def test_the_tail_of_a_burst_cut_at_the_request_cap_goes_in_the_same_run(
     world, pipeline_env, worker, admin
 ):

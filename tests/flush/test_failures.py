@@ -1,4 +1,5 @@
-"""SPEC 3.7 on real workers and the emulator: transient, credential and permanent failures."""
+"""The failure classes of docs/ARCHITECTURE.md ("Failures and dead letters") on real
+workers and the emulator: transient, credential and permanent failures."""
 
 from __future__ import annotations
 

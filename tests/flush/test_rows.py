@@ -1,4 +1,5 @@
-"""Row format (SPEC 3.5): what a respondent typed is what the sheet shows."""
+"""Row format (docs/ARCHITECTURE.md, "Columns"): what a respondent typed is what the
+sheet shows."""
 
 from __future__ import annotations
 

@@ -35,7 +35,7 @@ from typing import Any
 
 import pytest
 from support.paths import ROOT
-from support.redis_dbs import PIPELINE_REDIS_URL, broker_url_for
+from support.redis_dbs import broker_url_for, pipeline_redis_url
 from support.waiting import wait_until
 
 #: What docker-compose.yml requires from the environment, and what the tests pass.
@@ -169,6 +169,7 @@ VARIANTS = {
 }
 
 
+@pytest.mark.docker
 @pytest.mark.parametrize("args", VARIANTS.values(), ids=VARIANTS.keys())
 def test_the_emulator_is_dev_only_and_never_published(compose: Compose, args: tuple) -> None:
     config = compose.config(*args)
@@ -183,6 +184,7 @@ def test_the_emulator_is_dev_only_and_never_published(compose: Compose, args: tu
         assert EMULATOR_PORT not in published_targets(service), f"{name} publishes 8085"
 
 
+@pytest.mark.docker
 def test_by_default_sheetsync_talks_to_google(compose: Compose) -> None:
     services = sheetsync_services(compose.config())
 
@@ -197,6 +199,7 @@ def test_by_default_sheetsync_talks_to_google(compose: Compose) -> None:
         assert "emulator" not in depends_on, name
 
 
+@pytest.mark.docker
 def test_the_operator_can_still_name_the_endpoints(compose: Compose) -> None:
     endpoint = "https://sheets.example.test"
     config = compose.config(env={**SECRETS, "SHEETSYNC_GOOGLE_API_ENDPOINT": endpoint})
@@ -205,6 +208,7 @@ def test_the_operator_can_still_name_the_endpoints(compose: Compose) -> None:
         assert service["environment"]["SHEETSYNC_GOOGLE_API_ENDPOINT"] == endpoint
 
 
+@pytest.mark.docker
 def test_the_dev_override_points_sheetsync_at_the_emulator(
     compose: Compose, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -245,6 +249,7 @@ def test_no_secret_has_a_default_in_the_file() -> None:
     assert "POSTGRES_PASSWORD: sheetsync" not in text
 
 
+@pytest.mark.docker
 @pytest.mark.parametrize("name", SECRETS)
 @pytest.mark.parametrize("how", ["unset", "empty"])
 def test_compose_refuses_to_resolve_without_each_secret(
@@ -260,6 +265,7 @@ def test_compose_refuses_to_resolve_without_each_secret(
     assert name in result.stderr
 
 
+@pytest.mark.docker
 def test_the_secrets_come_from_the_environment(compose: Compose) -> None:
     config = compose.config()
     services = config["services"]
@@ -283,6 +289,7 @@ def test_the_secrets_come_from_the_environment(compose: Compose) -> None:
     assert flower_auth == f"{SECRETS['FLOWER_USER']}:{SECRETS['FLOWER_PASSWORD']}"
 
 
+@pytest.mark.docker
 def test_the_console_needs_its_token_and_the_exporter_stays_unpublished(
     compose: Compose,
 ) -> None:
@@ -301,6 +308,7 @@ def test_the_console_needs_its_token_and_the_exporter_stays_unpublished(
             assert "SHEETSYNC_WEB_TOKEN" not in environment, f"{name} holds the console token"
 
 
+@pytest.mark.docker
 def test_redis_requires_the_password_and_its_healthcheck_sends_it(compose: Compose) -> None:
     redis = compose.config()["services"]["redis"]
     password = SECRETS["REDIS_PASSWORD"]
@@ -314,6 +322,7 @@ def test_redis_requires_the_password_and_its_healthcheck_sends_it(compose: Compo
     assert not redis.get("ports")
 
 
+@pytest.mark.docker
 def test_compose_runs_flower_through_the_auth_shim(compose: Compose) -> None:
     flower = compose.config()["services"]["flower"]
 
@@ -337,7 +346,7 @@ def flower_env(**extra: str) -> dict[str, str]:
         if not name.startswith(("FLOWER_", "SHEETSYNC_", "CELERY_"))
     }
     # The broker Flower watches: the tests' broker database (nothing is consumed there).
-    env["SHEETSYNC_REDIS_URL"] = broker_url_for(PIPELINE_REDIS_URL)
+    env["SHEETSYNC_REDIS_URL"] = broker_url_for(pipeline_redis_url())
     return {**env, **extra}
 
 

@@ -226,6 +226,7 @@ def flower_tasks(port: int) -> list[dict[str, Any]]:
     return [t for t in flower_api_tasks(port).values() if t.get("name") == "sheetsync.flush.run"]
 
 
+@pytest.mark.slow
 @BOTH_DATABASES
 def test_the_canary_reaches_google_and_no_sink(google_stub, flower, alerts, worker, world, caplog):
     caplog.set_level(logging.DEBUG)

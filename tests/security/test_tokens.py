@@ -230,6 +230,7 @@ class Interrupted(Exception):
     """Stands for a crash, a Ctrl-C or a lost connection in the middle of a rotation."""
 
 
+@pytest.mark.slow
 def test_rotation_from_version_1_resumes_after_an_interruption(
     any_cli: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:

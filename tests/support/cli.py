@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -26,8 +25,6 @@ from sheetsync.models import (
 
 #: The console script under test, next to the interpreter running the tests.
 SCRIPT = Path(sys.executable).with_name("sheetsync")
-#: A Redis database of its own: the fixture flushes it.
-REDIS_URL = os.environ.get("SHEETSYNC_TEST_CLI_REDIS_URL", "redis://127.0.0.1:6379/13")
 #: Seconds any one command may take.
 COMMAND_TIMEOUT_S = 60
 

@@ -8,9 +8,7 @@ with the keys the command line decrypts with. A conftest imports them to use the
 
 from __future__ import annotations
 
-import fcntl
 import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,32 +20,20 @@ from sheetsync.crypto import generate_key, reset_keyring
 from sheetsync.db import dispose_engine, session_factory
 from sheetsync.models import Base
 from sheetsync.settings import reset_settings
-from support.cli import REDIS_URL, Cli, upgraded_engine
+from support.cli import Cli, upgraded_engine
+from support.redis_dbs import CLI_DB, redis_db_url
 
 
 @pytest.fixture
 def redis_db() -> Iterator[redis.Redis]:
-    """The test's Redis database, empty, and held by this test alone.
-
-    Two runs of this suite at once (two checkouts, CI next to a developer) would flush
-    each other's data: a lock file next to the system's temporary files serializes the
-    tests that use the database across processes.
-    """
-    client = redis.Redis.from_url(REDIS_URL)
+    """The test's Redis database (on this process's own redis-server), empty."""
+    client = redis.Redis.from_url(redis_db_url(CLI_DB))
+    client.flushdb()
     try:
-        client.ping()
-    except redis.exceptions.ConnectionError:
-        pytest.skip(f"no Redis at {REDIS_URL}")
-    lock_name = "sheetsync-cli-tests-" + REDIS_URL.rsplit("/", 1)[-1] + ".lock"
-    with open(Path(tempfile.gettempdir()) / lock_name, "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield client
+    finally:
         client.flushdb()
-        try:
-            yield client
-        finally:
-            client.flushdb()
-            client.close()
-            fcntl.flock(lock, fcntl.LOCK_UN)
+        client.close()
 
 
 @pytest.fixture
@@ -57,7 +43,7 @@ def cli_env(
     """The environment of every command, also set in this process."""
     variables = {
         "SHEETSYNC_DATABASE_URL": f"sqlite:///{tmp_path}/cli.db",
-        "SHEETSYNC_REDIS_URL": REDIS_URL,
+        "SHEETSYNC_REDIS_URL": redis_db_url(CLI_DB),
         "SHEETSYNC_PII_KEYS": generate_key(),
     }
     for name in [n for n in os.environ if n.startswith("SHEETSYNC_") and "_TEST_" not in n]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from celery.contrib.testing.worker import start_worker
 from selenium.webdriver.common.by import By
 from support.browser import chromium, screenshot
@@ -25,6 +26,7 @@ def _worker():
     )
 
 
+@pytest.mark.browser
 def test_console_shows_live_data_and_replays_a_dead_letter(world, pipeline_env, admin):
     env = pipeline_env()
     healthy = world.form("owner_ok")

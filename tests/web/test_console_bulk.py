@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from urllib.parse import urlencode
 
+import pytest
 from celery.contrib.testing.worker import start_worker
 from selenium.webdriver.common.by import By
 from sqlalchemy import update
@@ -44,6 +45,7 @@ def _hidden(page: str) -> dict[str, str]:
     return dict(re.findall(r'<input type="hidden" name="([a-z_]+)" value="([^"]*)">', page))
 
 
+@pytest.mark.browser
 def test_bulk_replay_and_purge_by_filter(world, pipeline_env):
     env = pipeline_env()
     alpha = world.form("owner_alpha", title="알파 신청서")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
+import pytest
 from selenium.webdriver.common.by import By
 from sqlalchemy import select, update
 from support.browser import chromium, overflows, screenshot, script_errors
@@ -32,6 +33,7 @@ SAME_TITLE = "동아리 MT 참가 조사"
 LONG_MESSAGE = "Sheets API 400 INVALID_ARGUMENT: " + "the range does not fit the sheet; " * 14
 
 
+@pytest.mark.browser
 def test_every_page_fits_1280_px_with_readable_labels_and_no_personal_info(
     world, pipeline_env, admin
 ):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from selenium.webdriver.common.by import By
 from support.browser import chromium, script_errors
 from support.console import REFRESH_S, park, running_console
@@ -34,6 +35,7 @@ def _has_entry(browser, entry_id: int) -> bool:
     return bool(browser.find_elements(By.CSS_SELECTOR, f"tr[data-entry='{entry_id}']"))
 
 
+@pytest.mark.browser
 def test_pages_refresh_in_place_and_keep_what_is_being_typed(world, pipeline_env):
     env = pipeline_env()
     form = world.form("owner_live")
