@@ -86,6 +86,7 @@ def namespaces() -> list[str]:
     return ["unshare", *user, "--net", "--pid", "--fork", "--kill-child", "--mount-proc"]
 
 
+@pytest.mark.slow  # the whole stack: a redis-server, the emulator, a worker with beat
 @pytest.mark.skipif(shutil.which("redis-server") is None, reason="redis-server is not on PATH")
 def test_the_minimal_integration_lands_its_row_as_written(tmp_path: Path) -> None:
     text = minimal_integration()
