@@ -5,7 +5,7 @@ Usage::
     python bench/bench_emit.py [--rounds 1500]
 
 The app's transaction inserts one answer and commits; "with emit" also calls
-``emit_answer_submitted(answer, session=...)`` inside it, as the README tells users to,
+``emit_answer_submitted(answer, session=...)`` inside it, as the docs tell users to,
 which pushes to Redis after the commit. Both are timed from ``begin`` until the push is
 done, interleaved round by round so a busy machine slows both alike; medians are printed.
 PostgreSQL and SQLite, a form linked to 1 and to 3 sheets. The answer JSON is built

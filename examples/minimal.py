@@ -3,7 +3,8 @@
 It migrates the database, creates a form owner with their Google credential, a form and
 its link to a sheet, then stores one answer and emits it in the same transaction, and
 waits until a worker has written the row. Run the emulator and a worker first, all three
-with the same SHEETSYNC_* environment (README.md, "A minimal integration to run"):
+with the same SHEETSYNC_* environment (docs/getting-started.md, "A minimal integration to
+run"):
 
     sheetsync emulator                       # terminal 1
     celery -A sheetsync.celery worker        # terminal 2
@@ -15,6 +16,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+import urllib.request
 import uuid
 from datetime import UTC, datetime
 from itertools import zip_longest
@@ -45,12 +47,25 @@ from sheetsync.text import mask_url
 
 #: Covers the debounce (SHEETSYNC_FLUSH_DELAY_S, 10 s by default) and a worker's start.
 TIMEOUT_S = float(os.environ.get("EXAMPLE_TIMEOUT_S", "60"))
+#: How long to wait for an emulator that is still starting.
+EMULATOR_WAIT_S = 15.0
 SHEETS_SCOPE = "https://www.googleapis.com/auth/spreadsheets"
 
 
 def new_id(kind: str) -> str:
     """A fresh id (sheetsync takes ``[A-Za-z0-9_-]{1,128}``), so the example can run again."""
     return f"{kind}_{uuid.uuid4().hex[:12]}"
+
+
+def wait_for_emulator(url: str, timeout_s: float = EMULATOR_WAIT_S) -> None:
+    """Give an emulator started a moment ago (`sheetsync emulator &`) time to listen."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"{url}/_emulator/health", timeout=1):  # noqa: S310
+                return
+        except OSError:
+            time.sleep(0.1)
 
 
 def main() -> int:
@@ -65,6 +80,7 @@ def main() -> int:
     # Development only, against the emulator: register the owner's Google account and
     # create their spreadsheet. With real Google, the owner's OAuth consent gives you the
     # refresh token and their Google account id, and the spreadsheet's URL its id and gid.
+    wait_for_emulator(emulator_url)  # if it never answers, the first call below says so
     emulator = EmulatorAdmin(emulator_url)
     google_account_id, refresh_token = new_id("google"), new_id("refresh")
     emulator.add_account(google_account_id, refresh_token)

@@ -38,136 +38,181 @@ DEFAULT_CELL_CHARS_MAX = 50_000
 
 
 class Settings(BaseSettings):
-    """Everything sheetsync reads from the environment. Immutable once built."""
+    """Everything sheetsync reads from the environment. Immutable once built.
 
-    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, frozen=True, extra="ignore")
+    Each field's docstring is its description in the docs' settings reference, and
+    :data:`sheetsync.setting_readers.READERS` says which processes it takes effect in.
+    """
 
-    #: The Redis that holds the buffers.
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, frozen=True, extra="ignore", use_attribute_docstrings=True
+    )
+
     redis_url: str = Field("redis://localhost:6379/0", repr=False)
-    #: The Celery broker; the buffer Redis when unset.
+    """The Redis of the buffers, jobs, the rate limiter and heartbeats. Behind Redis
+    Sentinel: ``redis+sentinel://[:password@]host:26379,.../SERVICE/DB``."""
     broker_url: str | None = Field(None, repr=False)
-    #: The database with forms, answers, links and dead letters.
+    """The Celery broker; ``REDIS_URL`` when unset."""
     database_url: str = Field("sqlite:///sheetsync.db", repr=False)
-    #: Comma-separated urlsafe-base64 32-byte keys. The first encrypts; all decrypt.
+    """Forms, answers, links, the ledger and dead letters: ``sqlite:///path`` or
+    ``postgresql://user@host/db`` (PostgreSQL in production)."""
     pii_keys: Annotated[tuple[SecretStr, ...], NoDecode] = ()
+    """Comma-separated keys for personal info at rest (``sheetsync keys generate``):
+    urlsafe base64 of 32 random bytes, strictly decoded; weak keys (all zeros...) are
+    refused. The first encrypts; every key decrypts."""
 
     google_api_endpoint: str = DEFAULT_GOOGLE_API_ENDPOINT
+    """Google's Sheets API; the emulator's URL in development."""
     google_token_uri: str = DEFAULT_GOOGLE_TOKEN_URI
-    #: A development setup (the Sheets API emulator): allows a client secret to be sent
-    #: to an endpoint that is not Google's over https. Never set it in production.
+    """Google's OAuth token endpoint; the emulator's ``/token`` in development."""
     development: bool = False
+    """A development setup (the Sheets API emulator): allows a client secret to be sent
+    to an endpoint that is not Google's over https. Never set it in production."""
     google_client_id: str | None = None
+    """Your OAuth client, the one the owners consented to; writing needs it and the
+    secret."""
     google_client_secret: SecretStr | None = None
-    #: Seconds before a Sheets HTTP request is abandoned (and counted as transient).
+    """Your OAuth client's secret. With a secret set, both Google URLs must be https
+    (unless ``DEVELOPMENT``)."""
     google_timeout_s: float = Field(30.0, gt=0)
+    """Seconds before a Sheets HTTP request is abandoned (and counted as transient)."""
 
-    #: How long a process keeps a form's routes (each link's owner and plan) for emit.
-    #: Whether a link exists is never cached.
     routing_cache_s: float = Field(5.0, ge=0)
+    """How long a process keeps a form's routes (each link's owner and plan) for emit.
+    Whether a link exists is never cached."""
 
-    #: Debounce: a buffer is flushed this long after its first id.
     flush_delay_s: float = Field(10.0, ge=0)
-    #: A buffer this long is flushed at once.
+    """Debounce: a buffer is flushed this long after its first id. Its first flush is
+    scheduled by the process that pushes that id (the web app), with its own value."""
     flush_threshold: int = Field(500, ge=1)
-    #: While a burst is still arriving, a run waits in-process up to this long for a
-    #: fuller batch; a longer wait (until the batch would be full, or the oldest id is
-    #: FLUSH_DELAY_S old) is a rescheduled task that looks again every half second.
+    """A buffer this long is flushed at once (by the push that reaches it)."""
     flush_linger_s: float = Field(2.0, ge=0)
-    #: No new id for this long: the burst is over, and what is buffered goes at once.
+    """While a burst is still arriving, a run waits in-process up to this long for a
+    fuller batch; a longer wait (until the batch would be full, or the oldest id is
+    FLUSH_DELAY_S old) is a rescheduled task that looks again every half second."""
     flush_idle_s: float = Field(0.5, gt=0)
-    #: Ids read per batch (one LRANGE, one SELECT, at most one append).
+    """No new id for this long: the burst is over, and what is buffered goes at once."""
     batch_size: int = Field(5000, ge=1)
+    """Ids read per batch (one LRANGE, one SELECT, at most one append)."""
     request_bytes_max: int = Field(DEFAULT_REQUEST_BYTES_MAX, ge=10_000)
+    """A batch is cut to keep one request under this (Google advises about 2 MB)."""
     cell_chars_max: int = Field(DEFAULT_CELL_CHARS_MAX, ge=100)
+    """Longer cells are cut, with a visible marker (Google's limit)."""
 
     rate_limit_per_account: int = Field(60, ge=1)
+    """Sheets requests (reads and writes) per window for one Google account."""
     rate_limit_per_project: int = Field(300, ge=1)
+    """Sheets requests (reads and writes) per window for the whole project."""
     rate_window_s: float = Field(60.0, gt=0)
-    #: Our window is this much longer than Google's: it covers the time between taking
-    #: a slot and the request reaching Google, so spacing survives the trip.
+    """The sliding window of both rate limits."""
     rate_margin_s: float = Field(0.5, ge=0)
+    """Our window is this much longer than Google's: it covers the time between taking
+    a slot and the request reaching Google, so spacing survives the trip."""
 
-    #: How long a running flush holds its buffer before the sweeper may take it over.
-    #: Every Sheets request must fit in what is left of it (at least half a second).
     lease_s: float = Field(60.0, ge=1.0)
+    """How long a running flush holds its buffer before the sweeper may take it over.
+    Every Sheets request must fit in what is left of it (at least half a second)."""
     sweep_interval_s: float = Field(30.0, gt=0)
-    #: A scheduled job this far past due is re-dispatched by the sweeper.
+    """How often beat runs the sweeper, which sends lost flush tasks again."""
     sweep_grace_s: float = Field(60.0, ge=0)
-    #: ... or this far, when its task is known to be in the broker's queue (busy workers
-    #: are not a reason to send it again).
+    """A scheduled job this far past due is re-dispatched by the sweeper."""
     sweep_queued_grace_s: float = Field(600.0, ge=0)
+    """The same, for a job whose task is known to be in the broker's queue (busy
+    workers are not a reason to send it again)."""
     reconcile_interval_s: float = Field(300.0, gt=0)
-    #: ENQUEUED transactions older than this, with no buffer or job, are pushed again.
+    """How often beat runs the reconciler, which pushes answers whose push was lost."""
     reconcile_after_s: float = Field(600.0, ge=0)
-    #: A buffer's sheet cache (title, header, last row) lives this long unused.
+    """ENQUEUED transactions older than this, with no buffer or job, are pushed again."""
     sheet_cache_ttl_s: int = Field(86_400, ge=60)
+    """A buffer's sheet cache (title, time zone, header check, last row) lives this
+    long unused; row 1 is checked again after it."""
 
     retry_max: int = Field(5, ge=0)
-    #: Backoff windows are [base*2^(n-1), base*2^n) seconds: 0-1, 1-2, 2-4, 4-8, 8-16.
+    """Retries of a transient failure (429, 5xx, timeout) before the buffer goes to a
+    TRANSIENT_EXHAUSTED dead letter."""
     retry_base_s: float = Field(1.0, ge=0)
+    """Backoff windows are [base*2^(n-1), base*2^n) seconds: 0-1, 1-2, 2-4, 4-8, 8-16."""
     dlq_delay_s: float = Field(604_800.0, ge=0)
+    """A CREDENTIAL dead letter is retried after this long (or once the owner
+    reconnects)."""
     dlq_transient_delay_s: float = Field(3_600.0, ge=0)
+    """Other dead letters (transient, configuration, full sheet, unexpected) are
+    retried after this long."""
     dlq_dispatch_interval_s: float = Field(60.0, gt=0)
-    #: The Redis broker's visibility timeout; no countdown may exceed it.
+    """How often beat dispatches the dead letters that are due."""
     visibility_timeout_s: float = Field(3_600.0, gt=0)
+    """The Redis broker's visibility timeout; no countdown may exceed it."""
 
-    #: Backfill (``sheetsync backfill``): answers read and recorded per short
-    #: transaction (a keyset-paginated chunk, so no table stays locked)...
     backfill_chunk: int = Field(1000, ge=1, le=20_000)
-    #: ...and how many ids may wait in a link's buffer before the next chunk waits for
-    #: the workers to drain it (the backfill takes one buffer's share, never a queue).
+    """Answers a backfill reads and records per short transaction (a keyset-paginated
+    chunk, so no table stays locked)."""
     backfill_ahead: int = Field(10_000, ge=1)
-    #: A backfill gives up (resumably) when a buffer has not drained for this long.
+    """Ids a backfill lets wait in a link's buffer before its next chunk waits for the
+    workers to drain it (it takes one buffer's share, never a queue)."""
     backfill_stall_s: float = Field(600.0, gt=0)
+    """A backfill gives up (resumably) when a buffer has not drained for this long."""
 
-    #: Cells one tab of a link may hold (rows x the header's width, as sheetsync
-    #: writes them) before its answers roll over to a new tab "<title> (2)". Google's
-    #: limit, 10,000,000, is per spreadsheet across every tab, so the default leaves
-    #: room for the link's tab and one roll-over; past Google's own limit, answers
-    #: wait in a dead letter (docs/ARCHITECTURE.md, "Full sheets roll over").
     tab_cell_limit: int = Field(5_000_000, ge=10)
-    #: The share of the tab's limit at which the operator is alerted (once per link).
+    """Cells one tab of a link may hold (rows x the header's width, as sheetsync
+    writes them) before its answers roll over to a new tab "<title> (2)". Google's
+    limit, 10,000,000, is per spreadsheet across every tab, so the default leaves
+    room for the link's tab and one roll-over; past Google's own limit, answers
+    wait in a dead letter (docs/ARCHITECTURE.md, "Full sheets roll over")."""
     tab_cell_alert_ratio: float = Field(0.8, gt=0, le=1)
+    """The share of the tab's limit at which the operator is alerted (once per link)."""
 
-    #: The time zone of "Submitted at" and DATE cells for a spreadsheet whose own time
-    #: zone is unknown; with FORCE_TIMEZONE, for every spreadsheet.
     timezone: str = "UTC"
+    """The time zone (an IANA name, e.g. ``Asia/Seoul``) of "Submitted at" and DATE
+    cells for a spreadsheet whose own time zone is unknown."""
     force_timezone: bool = False
+    """Use ``TIMEZONE`` for every spreadsheet, not only as the fallback."""
     header_answer_id: str = "Answer ID"
+    """The header of column A."""
     header_submitter: str = "Submitter"
+    """The header of column B."""
     header_submitted_at: str = "Submitted at"
+    """The header of column C."""
 
     alert_webhook_url: SecretStr | None = None
+    """Operator alerts, as Slack-compatible ``{"text": ...}``: https (plain http only to
+    localhost)."""
     alert_timeout_s: float = Field(3.0, gt=0)
+    """Seconds per alert request."""
 
-    #: Owner notifications (:mod:`sheetsync.notify`): an https webhook URL that gets
-    #: them as JSON, or a dotted path ``package.module:function`` to a callable.
     owner_hook: SecretStr | None = None
-    #: Seconds a webhook may take; a callable gets the task's time limit from it too.
+    """Owner notifications (:mod:`sheetsync.notify`): an https webhook URL that gets
+    them as JSON (plain http only to localhost), or a dotted path
+    ``package.module:function`` to a callable."""
     owner_hook_timeout_s: float = Field(5.0, gt=0)
-    #: Tries per notification, with backoff of base, 2 x base, 4 x base... seconds.
+    """Seconds a webhook may take; a callable gets the task's time limit from it too."""
     owner_hook_tries: int = Field(3, ge=1, le=10)
+    """Tries per notification."""
     owner_hook_retry_base_s: float = Field(30.0, ge=0)
-    #: The same topic goes to the same owner at most once in this many seconds.
+    """The backoff between tries: base, 2 x base, 4 x base... seconds."""
     owner_hook_repeat_after_s: int = Field(3600, ge=1)
+    """The same topic goes to the same owner at most once in this many seconds."""
 
-    #: Who may send a form's answers to a sheet: by default only the form's owner may
-    #: create its links. A dotted path (``package.module:function``) to a function
-    #: ``(session, link, form) -> bool`` can allow collaborators.
     link_authorizer: str | None = None
+    """Who may send a form's answers to a sheet: by default only the form's owner may
+    create its links. A dotted path (``package.module:function``) to a function
+    ``(session, link, form) -> bool`` can allow collaborators."""
 
-    #: ``text`` (the default) or ``json``: one JSON object per line, for a log pipeline.
     log_format: Literal["text", "json"] = "text"
-    #: Buffers the metrics exporter reads per scrape, oldest first (the depth and age
-    #: gauges cover these; ``sheetsync_buffers`` counts them all).
+    """``text`` (the default) or ``json``: one JSON object per line, for a log pipeline."""
     metrics_buffers_max: int = Field(10_000, ge=1)
-    #: The web console's credential (``sheetsync web``): sent as a bearer token or as the
-    #: basic-auth password. Without it the console serves loopback addresses only.
+    """Buffers the metrics exporter reads per scrape, oldest first (the depth and age
+    gauges cover these; ``sheetsync_buffers`` counts them all)."""
     web_token: SecretStr | None = None
+    """The web console's credential (``sheetsync web``): sent as a bearer token or as the
+    basic-auth password. Without it the console serves loopback addresses only."""
 
     workers_priority: int = Field(5, ge=1)
+    """Processes of the worker for the priority queue (PRO, PRO_PLUS and ENTERPRISE
+    owners)."""
     workers_default: int = Field(3, ge=1)
+    """Processes of the worker for the default queue (FREE owners)."""
     workers_scheduled: int = Field(2, ge=1)
+    """Processes of the worker for the scheduled queue (replays and repairs)."""
 
     @field_validator(
         "broker_url",

@@ -1,9 +1,10 @@
 """A small form web app on sheetsync: the integration guide in code (``make demo-web``).
 
 It lists the forms, shows one with its questions, and on submit stores the answer and
-calls :func:`sheetsync.emit_answer_submitted` in the same transaction, as README.md's
-"Emitting an answer" says. Then a thank-you page links to the sheet (in the Sheets API
-emulator), where a worker writes the row within seconds, and to the operator console.
+calls :func:`sheetsync.emit_answer_submitted` in the same transaction, as the docs'
+"Emitting an answer" says (docs/integration/index.md). Then a thank-you page links to the
+sheet (in the Sheets API emulator), where a worker writes the row within seconds, and to
+the operator console.
 
 Starlette with Jinja2 templates, served by uvicorn (the console uses the same stack).
 It reads the forms through sheetsync's models because the demo shares that schema; your

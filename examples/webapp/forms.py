@@ -124,7 +124,7 @@ def sheets_of(form_id: str) -> list[LinkedSheet]:
 
 
 def answer_items(form: FormView, fields: Mapping[str, Any], answer_id: str) -> list[dict[str, Any]]:
-    """The ``answer`` JSON (README.md, "Answers"): one item per answered question.
+    """The ``answer`` JSON (docs/integration/schema.md, "Answers"): one item per question.
     Personal info is encrypted for this answer and question before it is stored."""
     items: list[dict[str, Any]] = []
     for question in form.questions:

@@ -33,20 +33,19 @@ log = logging.getLogger(__name__)
 
 #: Bands of an account's use of its limit: (label, use below this share).
 USE_BANDS = (("under_50", 0.5), ("under_90", 0.9), ("under_100", 1.0))
-COUNTER_HELP = {
-    n.LEDGER_TRANSITIONS: ("Ledger rows written in each state.", ("to",)),
-    n.ROWS_APPENDED: ("Rows appended to sheets.", ()),
-    n.FLUSH_RUNS: ("Flush runs by how they ended.", ("outcome",)),
-    n.SHEETS_REQUESTS: ("Sheets API requests by kind and outcome.", ("kind", "outcome")),
-}
-HISTOGRAM_HELP = {
-    n.FLUSH_DURATION: "How long one flush run took (s).",
-    n.BATCH_SIZE: "Rows per append.",
-}
+COUNTERS = (n.LEDGER_TRANSITIONS, n.ROWS_APPENDED, n.FLUSH_RUNS, n.SHEETS_REQUESTS)
+HISTOGRAMS = (n.FLUSH_DURATION, n.BATCH_SIZE)
 
 
-def gauge(name: str, doc: str, value: float | None = None) -> GaugeMetricFamily:
-    return GaugeMetricFamily(name, doc, value=value)
+def gauge(name: str, value: float) -> GaugeMetricFamily:
+    """An unlabelled gauge, with the help of its definition (:data:`names.DEFINITIONS`)."""
+    return GaugeMetricFamily(name, n.BY_NAME[name].help, value=value)
+
+
+def labelled(name: str) -> GaugeMetricFamily:
+    """A labelled gauge, with the help and labels of its definition."""
+    definition = n.BY_NAME[name]
+    return GaugeMetricFamily(name, definition.help, labels=list(definition.labels))
 
 
 class PipelineCollector(Collector):
@@ -58,9 +57,7 @@ class PipelineCollector(Collector):
 
     def collect(self) -> Iterable[Metric]:
         started = time.monotonic()
-        up = GaugeMetricFamily(
-            n.SOURCE_UP, "Whether the exporter read the source.", labels=["source"]
-        )
+        up = labelled(n.SOURCE_UP)
         metrics: list[Metric] = []
         for source, read in (("redis", self._from_redis), ("database", self._from_database)):
             try:
@@ -72,7 +69,7 @@ class PipelineCollector(Collector):
                 up.add_metric([source], 1)
         yield from metrics
         yield up
-        yield gauge(n.SCRAPE_DURATION, "How long this scrape took (s).", time.monotonic() - started)
+        yield gauge(n.SCRAPE_DURATION, time.monotonic() - started)
 
     # -- Redis ---------------------------------------------------------------------------
 
@@ -81,7 +78,7 @@ class PipelineCollector(Collector):
         workers = status.collect_workers(self.services)
         status.flag_stalled(buffers, workers)
         metrics = list(_buffer_metrics(buffers))
-        live = GaugeMetricFamily(n.WORKERS, "Live worker and beat processes.", labels=["role"])
+        live = labelled(n.WORKERS)
         roles: dict[str, int] = {"worker": 0, "beat": 0}
         for process in workers["live"]:
             roles[str(process["role"])] = roles.get(str(process["role"]), 0) + 1
@@ -95,21 +92,15 @@ class PipelineCollector(Collector):
 
     def _from_database(self) -> list[Metric]:
         dead = status.collect_dead_letters(self.services)
-        letters = GaugeMetricFamily(
-            n.DEAD_LETTERS, "Dead letters by status and reason.", labels=["status", "reason"]
-        )
+        letters = labelled(n.DEAD_LETTERS)
         for row in dead["counts"]:
             letters.add_metric([row["status"], row["reason"]], row["count"])
-        credentials = GaugeMetricFamily(
-            n.CREDENTIALS, "Google credentials by status.", labels=["status"]
-        )
+        credentials = labelled(n.CREDENTIALS)
         for state, count in status.collect_credentials(self.services).items():
             credentials.add_metric([state], count)
         return [
             letters,
-            gauge(
-                n.DEAD_LETTERS_DUE, "PENDING dead letters due for a retry.", dead["pending_due_now"]
-            ),
+            gauge(n.DEAD_LETTERS_DUE, dead["pending_due_now"]),
             credentials,
             *_limiter_metrics(status.collect_limiter(self.services)),
         ]
@@ -128,26 +119,17 @@ def _buffer_metrics(buffers: dict[str, Any]) -> Iterator[Metric]:
         if job.get("state"):
             jobs[str(job["state"])] = jobs.get(str(job["state"]), 0) + 1
         overdue += bool(job.get("overdue"))
-    yield gauge(n.BUFFERS, "Buffers with a job.", buffers["total"])
-    yield gauge(n.BUFFER_DEPTH, "Ids waiting in buffers.", sum(depth_by_queue.values()))
-    yield _labelled(n.BUFFER_DEPTH_BY_QUEUE, "Ids waiting, by queue.", "queue", depth_by_queue)
-    yield gauge(
-        n.BUFFER_OLDEST_AGE,
-        "Age of the oldest buffered id (s).",
-        max(age_by_queue.values(), default=0),
-    )
-    yield _labelled(
-        n.BUFFER_OLDEST_AGE_BY_QUEUE,
-        "Age of the oldest buffered id, by queue (s).",
-        "queue",
-        age_by_queue,
-    )
-    yield _labelled(n.JOBS, "Flush jobs by state.", "state", jobs)
-    yield gauge(n.JOBS_OVERDUE, "Scheduled jobs past their due time.", overdue)
+    yield gauge(n.BUFFERS, buffers["total"])
+    yield gauge(n.BUFFER_DEPTH, sum(depth_by_queue.values()))
+    yield _by_one_label(n.BUFFER_DEPTH_BY_QUEUE, depth_by_queue)
+    yield gauge(n.BUFFER_OLDEST_AGE, max(age_by_queue.values(), default=0))
+    yield _by_one_label(n.BUFFER_OLDEST_AGE_BY_QUEUE, age_by_queue)
+    yield _by_one_label(n.JOBS, jobs)
+    yield gauge(n.JOBS_OVERDUE, overdue)
 
 
-def _labelled(name: str, doc: str, label: str, values: dict[str, Any]) -> GaugeMetricFamily:
-    family = GaugeMetricFamily(name, doc, labels=[label])
+def _by_one_label(name: str, values: dict[str, Any]) -> GaugeMetricFamily:
+    family = labelled(name)
     for key, value in sorted(values.items()):
         family.add_metric([key], value)
     return family
@@ -155,17 +137,17 @@ def _labelled(name: str, doc: str, label: str, values: dict[str, Any]) -> GaugeM
 
 def _limiter_metrics(limiter: dict[str, Any]) -> Iterator[Metric]:
     project = limiter["project"]
-    yield gauge(n.LIMITER_PROJECT_USED, "Requests in the project's window.", project["used"])
-    yield gauge(n.LIMITER_PROJECT_LIMIT, "The project's limit per window.", project["limit"])
+    yield gauge(n.LIMITER_PROJECT_USED, project["used"])
+    yield gauge(n.LIMITER_PROJECT_LIMIT, project["limit"])
     accounts = limiter["accounts"]
     bands = {"idle": 0, **{band: 0 for band, _ in USE_BANDS}, "full": 0}
     for account in accounts:
         bands[_band(account["used"], account["limit"])] += 1
     used = max((account["used"] for account in accounts), default=0)
-    yield gauge(n.LIMITER_ACCOUNT_USED_MAX, "The busiest account's requests in its window.", used)
+    yield gauge(n.LIMITER_ACCOUNT_USED_MAX, used)
     limit = accounts[0]["limit"] if accounts else 0
-    yield gauge(n.LIMITER_ACCOUNT_LIMIT, "The limit of one account per window.", limit)
-    yield _labelled(n.LIMITER_ACCOUNTS, "Google accounts by use of their limit.", "use", bands)
+    yield gauge(n.LIMITER_ACCOUNT_LIMIT, limit)
+    yield _by_one_label(n.LIMITER_ACCOUNTS, bands)
 
 
 def _band(used: int, limit: int) -> str:
@@ -176,8 +158,10 @@ def _band(used: int, limit: int) -> str:
 
 
 def _event_metrics(recorded: events.Recorded) -> Iterator[Metric]:
-    for name, (doc, labels) in COUNTER_HELP.items():
-        family = CounterMetricFamily(name, doc, labels=list(labels))
+    for name in COUNTERS:
+        definition = n.BY_NAME[name]
+        labels = definition.labels
+        family = CounterMetricFamily(name, definition.help, labels=list(labels))
         series = recorded.counters.get(name, {})
         if not labels and not series:
             family.add_metric([], 0)
@@ -185,7 +169,7 @@ def _event_metrics(recorded: events.Recorded) -> Iterator[Metric]:
             values = dict(pairs)
             family.add_metric([values.get(label, "") for label in labels], value)
         yield family
-    for name, doc in HISTOGRAM_HELP.items():
+    for name in HISTOGRAMS:
         bucket_counts, total, count = recorded.histograms.get(name, ({}, 0.0, 0.0))
         cumulative, running = [], 0.0
         for bound in [*(str(b) for b in n.HISTOGRAM_BUCKETS[name]), "+Inf"]:
@@ -194,4 +178,4 @@ def _event_metrics(recorded: events.Recorded) -> Iterator[Metric]:
         # +Inf is the count: a bucket lost to a crash between writes must not make
         # the histogram inconsistent.
         cumulative[-1] = ("+Inf", max(count, running))
-        yield HistogramMetricFamily(name, doc, buckets=cumulative, sum_value=total)
+        yield HistogramMetricFamily(name, n.BY_NAME[name].help, buckets=cumulative, sum_value=total)

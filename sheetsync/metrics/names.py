@@ -1,5 +1,7 @@
-"""Every metric name, its labels and its histogram buckets, in one place: the Grafana
-dashboard (docs/grafana/sheetsync.json) and docs/RUNBOOK.md use exactly these.
+"""Every metric in one place: its name, type, labels, help and histogram buckets. The
+exporter serves exactly these (:mod:`sheetsync.exporter.collector` takes each one's help
+and labels from here), and the Grafana dashboard (docs/grafana/sheetsync.json), the
+runbook and the docs' metrics reference use them.
 
 Labels are low-cardinality on purpose: a queue, a state, a status, a reason, a request
 kind or an outcome; never an answer, form, spreadsheet, owner or Google account id.
@@ -7,22 +9,16 @@ kind or an outcome; never an answer, form, spreadsheet, owner or Google account 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Literal
+
 # -- events (counters and histograms, recorded by the pipeline) ---------------------------
 
-#: Counter, label ``to``: ledger rows written in each state (ENQUEUED at emit,
-#: COMPLETED / FAILED / DEAD_LETTERED when a flush or a dead letter settles them).
 LEDGER_TRANSITIONS = "sheetsync_ledger_transitions"
-#: Counter: rows appended to sheets.
 ROWS_APPENDED = "sheetsync_rows_appended"
-#: Counter, label ``outcome``: flush runs by how they ended (done, again, retry,
-#: superseded, fenced, error).
 FLUSH_RUNS = "sheetsync_flush_runs"
-#: Histogram: how long one flush run took (s).
 FLUSH_DURATION = "sheetsync_flush_duration_seconds"
-#: Histogram: rows per append (one batch).
 BATCH_SIZE = "sheetsync_batch_size_rows"
-#: Counter, labels ``kind`` (values.append, spreadsheets.get, ...) and ``outcome``
-#: (ok, rate_limited for a 429, transient, credential, permanent, refused).
 SHEETS_REQUESTS = "sheetsync_sheets_requests"
 
 FLUSH_DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
@@ -31,34 +27,129 @@ HISTOGRAM_BUCKETS = {FLUSH_DURATION: FLUSH_DURATION_BUCKETS, BATCH_SIZE: BATCH_S
 
 # -- gauges (read at scrape time from what ``sheetsync status`` reads) -------------------
 
-#: Buffers in the buffer index (every buffer with a job).
 BUFFERS = "sheetsync_buffers"
-#: Ids waiting in buffers, in total and by the queue of their job.
 BUFFER_DEPTH = "sheetsync_buffer_depth"
 BUFFER_DEPTH_BY_QUEUE = "sheetsync_buffer_depth_by_queue"
-#: The age (s) of the oldest id still buffered, in total and by queue.
 BUFFER_OLDEST_AGE = "sheetsync_buffer_oldest_age_seconds"
 BUFFER_OLDEST_AGE_BY_QUEUE = "sheetsync_buffer_oldest_age_seconds_by_queue"
-#: Jobs by state (scheduled, running), and those overdue.
 JOBS = "sheetsync_jobs"
 JOBS_OVERDUE = "sheetsync_jobs_overdue"
-#: Live worker and beat processes (by role), from their heartbeats.
 WORKERS = "sheetsync_workers"
-#: Dead letters by status and reason, and PENDING ones due for a retry now.
 DEAD_LETTERS = "sheetsync_dead_letters"
 DEAD_LETTERS_DUE = "sheetsync_dead_letters_due"
-#: Requests in the project's rate window, and the project's limit.
 LIMITER_PROJECT_USED = "sheetsync_limiter_project_used"
 LIMITER_PROJECT_LIMIT = "sheetsync_limiter_project_limit"
-#: The busiest account's requests in its window, and the per-account limit.
 LIMITER_ACCOUNT_USED_MAX = "sheetsync_limiter_account_used_max"
 LIMITER_ACCOUNT_LIMIT = "sheetsync_limiter_account_limit"
-#: Accounts by how much of their limit they use, label ``use``: idle, under_50,
-#: under_90, under_100, full.
 LIMITER_ACCOUNTS = "sheetsync_limiter_accounts"
-#: Google credentials by status (VALID, INVALID, EXPIRED).
 CREDENTIALS = "sheetsync_credentials"
-#: 1 when the exporter could read that source (``redis``, ``database``) at this scrape.
 SOURCE_UP = "sheetsync_source_up"
-#: How long this scrape took (s).
 SCRAPE_DURATION = "sheetsync_scrape_duration_seconds"
+
+Kind = Literal["counter", "gauge", "histogram"]
+#: Where a value comes from: the events the workers and the web app record, what the
+#: exporter reads from Redis or the database at each scrape, or the scrape itself.
+Source = Literal["events", "redis", "database", "scrape"]
+
+
+@dataclass(frozen=True)
+class Definition:
+    """One metric as the exporter serves it (a counter gets ``_total``, a histogram
+    ``_bucket``, ``_sum`` and ``_count``)."""
+
+    name: str
+    kind: Kind
+    source: Source
+    help: str
+    labels: tuple[str, ...] = ()
+
+
+DEFINITIONS = (
+    Definition(
+        LEDGER_TRANSITIONS,
+        "counter",
+        "events",
+        "Ledger rows written in each state: ENQUEUED at emit; COMPLETED, FAILED or "
+        "DEAD_LETTERED when a flush or a dead letter settles them.",
+        ("to",),
+    ),
+    Definition(ROWS_APPENDED, "counter", "events", "Rows appended to sheets."),
+    Definition(
+        FLUSH_RUNS,
+        "counter",
+        "events",
+        "Flush runs by how they ended: done, again, retry, superseded, fenced, error.",
+        ("outcome",),
+    ),
+    Definition(
+        SHEETS_REQUESTS,
+        "counter",
+        "events",
+        "Sheets API requests by kind (spreadsheets.values.append, spreadsheets.get...) "
+        "and outcome: ok, rate_limited (a 429), transient, credential, permanent, refused.",
+        ("kind", "outcome"),
+    ),
+    Definition(FLUSH_DURATION, "histogram", "events", "How long one flush run took (s)."),
+    Definition(BATCH_SIZE, "histogram", "events", "Rows per append (one batch)."),
+    Definition(BUFFERS, "gauge", "redis", "Buffers with a job (in the buffer index)."),
+    Definition(BUFFER_DEPTH, "gauge", "redis", "Ids waiting in buffers."),
+    Definition(BUFFER_DEPTH_BY_QUEUE, "gauge", "redis", "Ids waiting, by queue.", ("queue",)),
+    Definition(BUFFER_OLDEST_AGE, "gauge", "redis", "Age of the oldest id still buffered (s)."),
+    Definition(
+        BUFFER_OLDEST_AGE_BY_QUEUE,
+        "gauge",
+        "redis",
+        "Age of the oldest id still buffered, by queue (s).",
+        ("queue",),
+    ),
+    Definition(JOBS, "gauge", "redis", "Flush jobs by state (scheduled, running).", ("state",)),
+    Definition(JOBS_OVERDUE, "gauge", "redis", "Scheduled jobs past their due time."),
+    Definition(
+        WORKERS,
+        "gauge",
+        "redis",
+        "Live worker and beat processes, from their heartbeats.",
+        ("role",),
+    ),
+    Definition(
+        DEAD_LETTERS,
+        "gauge",
+        "database",
+        "Dead letters by status and reason.",
+        ("status", "reason"),
+    ),
+    Definition(DEAD_LETTERS_DUE, "gauge", "database", "PENDING dead letters due for a retry."),
+    Definition(LIMITER_PROJECT_USED, "gauge", "database", "Requests in the project's rate window."),
+    Definition(LIMITER_PROJECT_LIMIT, "gauge", "database", "The project's limit per window."),
+    Definition(
+        LIMITER_ACCOUNT_USED_MAX,
+        "gauge",
+        "database",
+        "The busiest Google account's requests in its window.",
+    ),
+    Definition(LIMITER_ACCOUNT_LIMIT, "gauge", "database", "The limit of one account per window."),
+    Definition(
+        LIMITER_ACCOUNTS,
+        "gauge",
+        "database",
+        "Google accounts by use of their limit: idle, under_50, under_90, under_100, full.",
+        ("use",),
+    ),
+    Definition(
+        CREDENTIALS,
+        "gauge",
+        "database",
+        "Google credentials by status (VALID, INVALID, EXPIRED).",
+        ("status",),
+    ),
+    Definition(
+        SOURCE_UP,
+        "gauge",
+        "scrape",
+        "1 when the exporter could read that source (redis, database) at this scrape.",
+        ("source",),
+    ),
+    Definition(SCRAPE_DURATION, "gauge", "scrape", "How long this scrape took (s)."),
+)
+#: The definitions by metric name.
+BY_NAME = {definition.name: definition for definition in DEFINITIONS}

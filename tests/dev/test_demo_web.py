@@ -1,7 +1,8 @@
 """``make demo-web``, the real launcher in a fresh directory: a person opens the web app
 in a browser, answers a demo form and submits; the thank-you page links to the sheet in
 the emulator, where the row appears within seconds. Screenshots of the three pages go to
-``.artifacts/`` (demo-form, demo-thanks, demo-sheet)."""
+``.artifacts/`` (demo-form, demo-thanks, demo-sheet); the form and the sheet are pictures
+of the docs (``docs/images/`` with SHEETSYNC_TEST_DOCS_IMAGES=1)."""
 
 from __future__ import annotations
 
@@ -91,7 +92,7 @@ def test_a_form_submitted_in_the_browser_lands_in_the_sheet(demo_web) -> None:
         assert browser.find_elements(By.CSS_SELECTOR, ".jumbotron"), "the display-only question"
         fill_in(browser)
         browser.execute_script("window.scrollTo(0, 0)")
-        screenshot(browser, "demo-form")
+        screenshot(browser, "demo-form", docs=True)
         browser.find_element(By.ID, "submit").click()
 
         wait_until(lambda: browser.find_elements(By.ID, "answer-id"), timeout=10)
@@ -114,7 +115,7 @@ def test_a_form_submitted_in_the_browser_lands_in_the_sheet(demo_web) -> None:
         wait_until(lambda: answer_id in browser.page_source, timeout=20, interval=0.5)
         row = browser.find_element(By.XPATH, f"//tr[td[text()='{answer_id}']]")
         assert SUBMITTER in row.text and CANARY in row.text  # decrypted by the worker
-        screenshot(browser, "demo-sheet")
+        screenshot(browser, "demo-sheet", docs=True)
 
         # The owner who revoked Google access: their answer is parked, and the demo's
         # owner hook (examples/webapp/notifications.py) mails them, once.

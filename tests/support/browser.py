@@ -2,7 +2,7 @@
 Selenium. ``make browser`` (and ``.ci/run``) install both when missing.
 
 Screenshots go to ``.artifacts/`` at the repository's root, where a person can look at
-what the tests saw. The README's pictures are screenshots too (``readme=True``): with
+what the tests saw. The docs' pictures are screenshots too (``docs=True``): with
 ``SHEETSYNC_TEST_DOCS_IMAGES=1`` they are also written to ``docs/images/``, so one run of the
 tests brings them up to date (left off by default: every run would change them).
 """
@@ -25,9 +25,9 @@ from support.paths import ROOT
 
 #: Where the tests save their screenshots.
 ARTIFACTS = ROOT / ".artifacts"
-#: Where the README's pictures live.
+#: Where the docs' pictures live.
 DOCS_IMAGES = ROOT / "docs" / "images"
-#: Set to 1 to write the README's pictures to DOCS_IMAGES as well.
+#: Set to 1 to write the docs' pictures to DOCS_IMAGES as well.
 DOCS_IMAGES_VARIABLE = "SHEETSYNC_TEST_DOCS_IMAGES"
 #: Elements that must never scroll sideways: the page, every card and table wrapper.
 _OVERFLOWS = """
@@ -78,9 +78,9 @@ def chromium(width: int = 1280, height: int = 900) -> Iterator[WebDriver]:
         browser.quit()
 
 
-def screenshot(browser: WebDriver, name: str, *, readme: bool = False) -> Path:
-    """Save the whole page as ``.artifacts/<name>.png``; returns its path. A README
-    picture also goes to ``docs/images/`` when SHEETSYNC_TEST_DOCS_IMAGES=1."""
+def screenshot(browser: WebDriver, name: str, *, docs: bool = False) -> Path:
+    """Save the whole page as ``.artifacts/<name>.png``; returns its path. A picture of
+    the docs also goes to ``docs/images/`` when SHEETSYNC_TEST_DOCS_IMAGES=1."""
     ARTIFACTS.mkdir(exist_ok=True)
     path = ARTIFACTS / f"{name}.png"
     width = browser.get_window_size()["width"]
@@ -91,7 +91,7 @@ def screenshot(browser: WebDriver, name: str, *, readme: bool = False) -> Path:
     )
     browser.set_window_size(width, max(int(height) + 20, 600))
     browser.save_screenshot(str(path))
-    if readme and os.environ.get(DOCS_IMAGES_VARIABLE) == "1":
+    if docs and os.environ.get(DOCS_IMAGES_VARIABLE) == "1":
         DOCS_IMAGES.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, DOCS_IMAGES / path.name)
     return path

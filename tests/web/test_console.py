@@ -69,7 +69,7 @@ def test_console_shows_live_data_and_replays_a_dead_letter(world, pipeline_env, 
         body = browser.find_element(By.TAG_NAME, "body").text
         assert "Could not read everything" not in body
         assert "Rows appended" in body and "Dead letters" in body
-        screenshot(browser, "console-overview", readme=True)
+        screenshot(browser, "console-overview", docs=True)
 
         assert shown("/buffers", healthy.submission_id, healthy_sheet.spreadsheet_id)
         row = browser.find_element(By.CSS_SELECTOR, f"tr[data-form='{healthy.submission_id}']")

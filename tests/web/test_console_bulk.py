@@ -121,7 +121,7 @@ def test_bulk_replay_and_purge_by_filter(world, pipeline_env):
         browser.find_element(By.ID, "bulk-replay").click()
         warning = browser.find_element(By.ID, "credential-warning").text
         assert "owner_gamma: INVALID (2 dead letters)" in warning
-        screenshot(browser, "console-bulk-replay", readme=True)
+        screenshot(browser, "console-bulk-replay", docs=True)
         browser.get(f"{console.url}/dead-letters/{revoked}/replay")  # one entry's too
         assert "owner_gamma: INVALID" in browser.find_element(By.ID, "credential-warning").text
 

@@ -1,41 +1,21 @@
-"""The README's console section, read as written: its pictures exist and are the ones
-the browser tests take (so a run with SHEETSYNC_TEST_DOCS_IMAGES=1 renews every one), and the
-options it shows are those of ``sheetsync web``."""
+"""The console's page of the docs (docs/operating/console.md), read as written: the options
+it shows are those of ``sheetsync web``. Its pictures are checked with every other picture
+of the docs (tests/docs/test_pictures.py)."""
 
 from __future__ import annotations
 
 import re
 import subprocess
 
-from support.browser import DOCS_IMAGES
 from support.console import SHEETSYNC
-from support.paths import ROOT
+from support.markdown import code_blocks, page
 
-SECTION = re.compile(r"^### The web console\n(.*?)^### ", re.MULTILINE | re.DOTALL)
-TAKEN = re.compile(r'screenshot\(\s*browser,\s*"([a-z0-9-]+)",\s*readme=True\s*\)')
-
-
-def _section() -> str:
-    found = SECTION.search((ROOT / "README.md").read_text(encoding="utf-8"))
-    assert found, "the README has a section '### The web console'"
-    return found.group(1)
-
-
-def test_the_console_pictures_are_the_ones_the_tests_take():
-    shown = re.findall(r"\]\(docs/images/([a-z0-9-]+)\.png\)", _section())
-    taken = {
-        name
-        for path in (ROOT / "tests" / "web").glob("test_*.py")
-        for name in TAKEN.findall(path.read_text(encoding="utf-8"))
-    }
-    assert len(shown) >= 4
-    assert sorted(shown) == sorted(taken)
-    for name in shown:
-        assert (DOCS_IMAGES / f"{name}.png").stat().st_size > 10_000, name
+PAGE = "operating/console.md"
 
 
 def test_the_options_shown_are_those_of_sheetsync_web():
-    [usage] = re.findall(r"^sheetsync web .*$", _section(), re.MULTILINE)
+    [block] = code_blocks(page(PAGE), "sh")
+    [usage] = re.findall(r"^sheetsync web .*$", block.text, re.MULTILINE)
     options = re.findall(r"--[a-z-]+", usage)
     assert "--refresh-interval" in options
     helped = subprocess.run(

@@ -136,7 +136,7 @@ def test_every_page_fits_1280_px_with_readable_labels_and_no_personal_info(
             title = LONG_TITLE if form is conference else SAME_TITLE
             assert cell.find_element(By.CSS_SELECTOR, ".name").get_attribute("title") == title
             assert cell.find_element(By.CSS_SELECTOR, ".sub").text == form.submission_id
-        screenshot(browser, "console-dead-letters", readme=True)
+        screenshot(browser, "console-dead-letters", docs=True)
 
         # Links: a paused one, one whose owner's credential is INVALID, one with none.
         browser.get(console.url + "/links")
@@ -151,4 +151,4 @@ def test_every_page_fits_1280_px_with_readable_labels_and_no_personal_info(
         assert states[club.submission_id] == "active"
         active, paused = sorted(state for form, state in rows if form == conference.submission_id)
         assert paused.startswith("paused") and active == "active"
-        screenshot(browser, "console-links", readme=True)
+        screenshot(browser, "console-links", docs=True)
