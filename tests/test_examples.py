@@ -17,9 +17,9 @@ from sqlalchemy import Engine, select
 from support.paths import ROOT
 from support.processes import WorkerProcesses
 
+from sheets_emulator import EmulatorAdmin, EmulatorServer
 from sheetsync.crypto import decrypt_answer_value, generate_key
 from sheetsync.db import make_engine, session_factory
-from sheetsync.dev.emulator import EmulatorAdmin, EmulatorServer
 from sheetsync.models import (
     Question,
     QuestionType,
