@@ -163,9 +163,11 @@ def _sheet_with(cells: dict[str, str]) -> Sheet:
         # A blank column ends one too (the recorded case: A1 and C1 with B1 blank).
         ({"A1": "a", "C1": "c"}, "Sheet1", Table(0, 2, 1, 3)),
         ({"A1": "a", "C1": "c"}, "Sheet1!A1", Table(0, 0, 1, 1)),
-        # No data in the range: the first data below it (a single cell: any column).
-        ({"B3": "b", "C4": "c"}, "Sheet1!A1", Table(2, 1, 4, 3)),
-        ({"C3": "c", "A6": "a"}, "Sheet1!A1:B2", Table(5, 0, 6, 1)),
+        # No data in the range: no table, even with data right below (as Google answered
+        # appends to a blank A1 and A2 in gspread's recording WorksheetTest.test_insert_row).
+        ({"B3": "b", "C4": "c"}, "Sheet1!A1", None),
+        ({"A2": "a", "B2": "b"}, "Sheet1!A1", None),
+        ({"C3": "c", "A6": "a"}, "Sheet1!A1:B2", None),
         ({"A1": "a", "B2": "b"}, "Sheet1!A1", Table(0, 0, 2, 2)),  # corners touch
     ],
 )

@@ -18,6 +18,7 @@ from multidict import MultiMapping
 from sheets_emulator.api_errors import ApiError
 from sheets_emulator.batch import batch_update
 from sheets_emulator.faults import ENDPOINTS
+from sheets_emulator.partial import parse_fields
 from sheets_emulator.quotas import Access
 from sheets_emulator.state import EmulatorState, check_time_zone
 from sheets_emulator.values import (
@@ -27,8 +28,14 @@ from sheets_emulator.values import (
     get_values,
     update_values,
 )
+from sheets_emulator.values_batch import batch_clear_values, batch_update_values
 
 API_PREFIX = "/v4/spreadsheets"
+#: spreadsheets.get with grid data: cells with their formats, notes and metadata.
+GRID_DATA_UNSUPPORTED = (
+    "The Sheets API emulator does not serve grid data (includeGridData, sheets.data "
+    "fields): read cell values with values.get or values.batchGet."
+)
 
 
 @dataclass(frozen=True)
@@ -55,6 +62,14 @@ class CallContext:
     base_url: str
 
 
+#: ``/v4/spreadsheets/{id}/values:...`` calls on several ranges at once, by method and verb.
+_BATCH_CALLS = {
+    ("GET", "values:batchGet"): "values.batchGet",
+    ("POST", "values:batchUpdate"): "values.batchUpdate",
+    ("POST", "values:batchClear"): "values.batchClear",
+}
+
+
 def recognise(method: str, raw_path: str) -> Call | None:
     """The call for ``method`` and the still-encoded path, or None when there is none."""
     if not raw_path.startswith(API_PREFIX):
@@ -73,8 +88,9 @@ def recognise(method: str, raw_path: str) -> Call | None:
         if verb == "batchUpdate" and method == "POST":
             return Call("spreadsheets.batchUpdate", spreadsheet_id)
         return None
-    if len(segments) == 2 and unquote(segments[1]) == "values:batchGet" and method == "GET":
-        return Call("values.batchGet", head)
+    if len(segments) == 2:
+        batch = _BATCH_CALLS.get((method, unquote(segments[1])))
+        return None if batch is None else Call(batch, head)
     if len(segments) != 3 or segments[1] != "values" or not head:
         return None
     range_text = unquote(segments[2])
@@ -115,7 +131,15 @@ def _create(call: Call, context: CallContext) -> dict[str, Any]:
 
 def _get(call: Call, context: CallContext) -> dict[str, Any]:
     spreadsheet = context.state.spreadsheet_for(call.spreadsheet_id, context.account)
+    if _flag(context.query.get("includeGridData")) or _names_grid_data(context.query):
+        raise ApiError.google(501, GRID_DATA_UNSUPPORTED)
     return spreadsheet.resource(context.base_url)
+
+
+def _names_grid_data(query: MultiMapping[str]) -> bool:
+    """Whether ``fields`` asks for ``sheets.data`` (cells with their formats and notes)."""
+    sheets = parse_fields(query.get("fields", "")).get("sheets")
+    return sheets is not None and "data" in sheets
 
 
 def _batch_update(call: Call, context: CallContext) -> dict[str, Any]:
@@ -143,6 +167,16 @@ def _values_batch_get(call: Call, context: CallContext) -> dict[str, Any]:
         context.query.get("majorDimension", "ROWS"),
         context.query.get("dateTimeRenderOption", "SERIAL_NUMBER"),
     )
+
+
+def _values_batch_update(call: Call, context: CallContext) -> dict[str, Any]:
+    spreadsheet = context.state.spreadsheet_for(call.spreadsheet_id, context.account)
+    return batch_update_values(spreadsheet, context.body)
+
+
+def _values_batch_clear(call: Call, context: CallContext) -> dict[str, Any]:
+    spreadsheet = context.state.spreadsheet_for(call.spreadsheet_id, context.account)
+    return batch_clear_values(spreadsheet, context.body)
 
 
 def _values_clear(call: Call, context: CallContext) -> dict[str, Any]:
@@ -179,6 +213,8 @@ _HANDLERS: dict[str, Callable[[Call, CallContext], dict[str, Any]]] = {
     "spreadsheets.batchUpdate": _batch_update,
     "values.get": _values_get,
     "values.batchGet": _values_batch_get,
+    "values.batchUpdate": _values_batch_update,
+    "values.batchClear": _values_batch_clear,
     "values.clear": _values_clear,
     "values.update": _values_update,
     "values.append": _values_append,

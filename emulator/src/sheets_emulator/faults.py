@@ -40,6 +40,8 @@ ENDPOINTS: dict[str, str] = {
     "spreadsheets.batchUpdate": "write",
     "values.get": "read",
     "values.batchGet": "read",
+    "values.batchUpdate": "write",
+    "values.batchClear": "write",
     "values.clear": "write",
     "values.append": "write",
     "values.update": "write",

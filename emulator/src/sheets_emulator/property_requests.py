@@ -178,10 +178,8 @@ def _rename(spreadsheet: Spreadsheet, sheet: Sheet, title: Any) -> None:
 
 def _hide(spreadsheet: Spreadsheet, sheet: Sheet, hidden: bool) -> None:
     if hidden and all(other.hidden or other is sheet for other in spreadsheet.sheets):
-        # Approximated wording: Google's for hiding the last visible sheet is not recorded.
-        raise ApiError.invalid_argument(
-            "Sorry, it is not possible to hide all sheets in the document."
-        )
+        # Google's words, as gspread's recording WorksheetTest.test_hide_show_worksheet has them.
+        raise ApiError.invalid_argument("You can't hide all the sheets in a document.")
     sheet.hidden = hidden
 
 

@@ -8,7 +8,10 @@ the first column of the table". The emulator's model of it:
    the rightmost cell of that row. The recording ``WorksheetTest.test_append_row_with_
    empty_value`` shows it: with A1 and C1 filled and B1 blank, an append to ``'Sheet1'``
    got ``tableRange: Sheet1!C1`` and landed at ``C2:E2``. When the range holds no data,
-   the anchor is the first non-empty cell below it, within its columns.
+   there is no table and the values go to the range's first cell: in gspread's recording
+   ``WorksheetTest.test_insert_row`` (its ``insert_row``: insertDimension, then an append
+   to the new blank row), appends to a blank A2 and a blank A1, with data right above
+   and below, got no ``tableRange`` and landed on A2 and A1.
 2. The table is the region of data around the anchor, grown a row or a column at a time
    while the row or column next to it (corners included) has a non-empty cell, like a
    spreadsheet's "current region". A blank row or column therefore ends a table, so an
@@ -42,7 +45,7 @@ class Table:
 
 def find_table(sheet: Sheet, parsed: A1Range) -> Table | None:
     """The table an append to ``parsed`` writes below, or None when there is no data."""
-    anchor = _last_cell_inside(sheet, parsed) or _first_cell_below(sheet, parsed)
+    anchor = _last_cell_inside(sheet, parsed)
     if anchor is None:
         return None
     return _region_around(sheet, *anchor)
@@ -53,19 +56,6 @@ def _last_cell_inside(sheet: Sheet, parsed: A1Range) -> tuple[int, int] | None:
     for row in range(end_row - 1, parsed.start_row - 1, -1):
         cells = sheet.rows[row]
         for col in range(min(_end(parsed.end_col), len(cells)) - 1, parsed.start_col - 1, -1):
-            if cells[col] is not None:
-                return row, col
-    return None
-
-
-def _first_cell_below(sheet: Sheet, parsed: A1Range) -> tuple[int, int] | None:
-    # A single cell says where the search starts, not which columns it covers; a wider
-    # range keeps its columns. No recording shows an append to a range without data
-    # above data further down, so this fallback is the emulator's guess.
-    end_col = None if parsed.single_cell else parsed.end_col
-    for row in range(parsed.start_row, len(sheet.rows)):
-        cells = sheet.rows[row]
-        for col in range(parsed.start_col, min(_end(end_col), len(cells))):
             if cells[col] is not None:
                 return row, col
     return None

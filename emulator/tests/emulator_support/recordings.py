@@ -57,10 +57,11 @@ def cassettes() -> list[Path]:
 def kind_of(method: str, path: str) -> str:
     """The API method of a recorded Sheets request, e.g. ``values.append``."""
     rest = path[len("/v4/spreadsheets") :]
+    for verb in ("batchGet", "batchUpdate", "batchClear"):
+        if f"/values:{verb}" in rest:
+            return f"values.{verb}"
     if ":batchUpdate" in rest:
         return "spreadsheets.batchUpdate"
-    if "/values:batchGet" in rest:
-        return "values.batchGet"
     if "/values/" in rest:
         if rest.endswith(":append"):
             return "values.append"
