@@ -1,4 +1,4 @@
-"""The emulator against recordings of the real Sheets API (tests/dev/google_recordings):
+"""The emulator against recordings of the real Sheets API (google_recordings/):
 every Sheets call replayed, Google's answers compared with the emulator's."""
 
 from __future__ import annotations
