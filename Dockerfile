@@ -1,4 +1,5 @@
-# sheetsync: workers, beat, Flower, `sheetsync db upgrade` and the emulator, one image.
+# sheetsync: workers, beat, Flower and `sheetsync db upgrade`, one image (the Sheets API
+# emulator has an image of its own: emulator/Dockerfile).
 # Runtime dependencies only (requirements-runtime.lock: the runtime + flower pins of
 # requirements.lock, from `make lock`), each checked against its hashes, then the package
 # itself with --no-deps (a local directory has no hash to check). .dockerignore keeps

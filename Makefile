@@ -9,19 +9,25 @@ export SHEETSYNC_WORKERS_PRIORITY ?= 5
 export SHEETSYNC_WORKERS_DEFAULT ?= 3
 export SHEETSYNC_WORKERS_SCHEDULED ?= 2
 
-# Both lock files come from pyproject.toml through one uv command, so they pin the same
-# versions: requirements.lock (runtime + flower + dev + docs; `make install`) and
-# requirements-runtime.lock (runtime + flower; the image), the second constrained by the
-# first. Every pin carries its hashes (--generate-hashes): `make install` and the image
-# install with `pip install --require-hashes`, so a changed file on the index fails the
-# install. Existing pins are kept; `make lock LOCK_FLAGS=--upgrade` (or
+# The lock files come from pyproject.toml and emulator/pyproject.toml (the Sheets API
+# emulator, a package of its own) through one uv command, so they pin the same versions:
+# requirements.lock (sheetsync's runtime + flower + dev + docs, and the emulator's runtime +
+# test; `make install`), requirements-runtime.lock (runtime + flower; the image) and
+# emulator/requirements.lock (the emulator's runtime; its image), the last two constrained
+# by the first. Every pin carries its hashes (--generate-hashes): `make install` and the
+# images install with `pip install --require-hashes`, so a changed file on the index fails
+# the install. Existing pins are kept; `make lock LOCK_FLAGS=--upgrade` (or
 # `--upgrade-package NAME`) moves them.
 LOCK_FLAGS ?=
-UV_COMPILE = $(abspath $(BIN))/uv pip compile pyproject.toml --quiet --python-version 3.11 \
+UV_COMPILE = $(abspath $(BIN))/uv pip compile --quiet --python-version 3.11 \
 	--custom-compile-command "make lock" --generate-hashes $(LOCK_FLAGS)
 define compile_locks
-	cd $(1) && $(UV_COMPILE) --extra dev --extra docs --extra flower -o requirements.lock
-	cd $(1) && $(UV_COMPILE) --extra flower -c requirements.lock -o requirements-runtime.lock
+	cd $(1) && $(UV_COMPILE) pyproject.toml emulator/pyproject.toml \
+		--extra dev --extra docs --extra flower --extra test -o requirements.lock
+	cd $(1) && $(UV_COMPILE) pyproject.toml --extra flower -c requirements.lock \
+		-o requirements-runtime.lock
+	cd $(1) && $(UV_COMPILE) emulator/pyproject.toml -c requirements.lock \
+		-o emulator/requirements.lock
 endef
 LOCK_CHECK := $(VENV)/lock-check
 IMAGE ?= sheetsync:local
@@ -30,12 +36,13 @@ IMAGE ?= sheetsync:local
 
 install: $(STAMP)
 
-# The pins, each checked against its hashes; then the project itself, a local directory
-# with no hash to check, in a step of its own (--no-deps: it brings in nothing else).
-$(STAMP): requirements.lock pyproject.toml
+# The pins, each checked against its hashes; then the project and the emulator package
+# (emulator/), local directories with no hash to check, in a step of their own
+# (--no-deps: they bring in nothing else).
+$(STAMP): requirements.lock pyproject.toml emulator/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check --require-hashes -r requirements.lock
-	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps -e .
+	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps -e . -e ./emulator
 	touch $(STAMP)
 
 # The web tests drive Debian's chromium through chromium-driver: installed when missing,
@@ -75,7 +82,7 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
-	$(BIN)/hadolint Dockerfile
+	$(BIN)/hadolint Dockerfile emulator/Dockerfile
 	$(BIN)/lint-imports
 	$(MAKE) --no-print-directory docs
 
@@ -93,11 +100,13 @@ lock: install
 
 # Fails when a lock file is not what `make lock` would write now (needs PyPI).
 lock-check: install
-	rm -rf $(LOCK_CHECK) && mkdir -p $(LOCK_CHECK)
+	rm -rf $(LOCK_CHECK) && mkdir -p $(LOCK_CHECK)/emulator
 	cp pyproject.toml requirements.lock requirements-runtime.lock $(LOCK_CHECK)/
+	cp emulator/pyproject.toml emulator/requirements.lock $(LOCK_CHECK)/emulator/
 	$(call compile_locks,$(LOCK_CHECK))
 	diff -u requirements.lock $(LOCK_CHECK)/requirements.lock
 	diff -u requirements-runtime.lock $(LOCK_CHECK)/requirements-runtime.lock
+	diff -u emulator/requirements.lock $(LOCK_CHECK)/emulator/requirements.lock
 	rm -rf $(LOCK_CHECK)
 
 # Needs a Docker daemon.

@@ -48,15 +48,15 @@ sys.path.insert(0, str(HERE))
 
 from bench_pipeline import GENEROUS, Stack, wait_for  # noqa: E402
 
-from sheetsync import ledger  # noqa: E402
-from sheetsync.buffers.push import push  # noqa: E402
-from sheetsync.dev.emulator import EmulatorServer  # noqa: E402
-from sheetsync.dev.emulator.quotas import (  # noqa: E402
+from sheets_emulator import EmulatorServer  # noqa: E402
+from sheets_emulator.quotas import (  # noqa: E402
     DEFAULT_READS_PER_ACCOUNT,
     DEFAULT_READS_PER_PROJECT,
     DEFAULT_WRITES_PER_ACCOUNT,
     DEFAULT_WRITES_PER_PROJECT,
 )
+from sheetsync import ledger  # noqa: E402
+from sheetsync.buffers.push import push  # noqa: E402
 from sheetsync.dev.local import WorkerProcess  # noqa: E402
 from sheetsync.dev.seed import SeededForm  # noqa: E402
 from sheetsync.keys import BufferKey  # noqa: E402

@@ -27,9 +27,9 @@ import redis
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from sheets_emulator import EmulatorAdmin, EmulatorServer  # noqa: E402
 from sheetsync import crypto, ledger  # noqa: E402
 from sheetsync.db import upgrade  # noqa: E402
-from sheetsync.dev.emulator import EmulatorAdmin, EmulatorServer  # noqa: E402
 from sheetsync.dev.local import WorkerProcess, ensure_redis, start_celery_worker  # noqa: E402
 from sheetsync.dev.seed import SeededForm, link_sheet, seed_answers, seed_form  # noqa: E402
 from sheetsync.keys import BufferKey  # noqa: E402

@@ -25,8 +25,8 @@ import redis
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from sheets_emulator import EmulatorAdmin, EmulatorError
 from sheetsync import check_settings, crypto, db, emit_answer_submitted, redis_urls
-from sheetsync.dev.emulator import EmulatorAdmin
 from sheetsync.errors import SheetSyncError
 from sheetsync.models import (
     GoogleCredential,
@@ -217,6 +217,6 @@ def why_not_in_the_sheet(sessions: sessionmaker[Session], answer_id: str) -> str
 if __name__ == "__main__":
     try:
         sys.exit(main())
-    except SheetSyncError as error:  # a bad setting, or the emulator unreachable
+    except (SheetSyncError, EmulatorError) as error:  # a bad setting; the emulator unreachable
         print(f"error: {error}", file=sys.stderr)
         sys.exit(1)

@@ -58,11 +58,10 @@ from support.processes import WorkerProcesses
 from support.redis_dbs import broker_url_for, pipeline_redis_url
 from support.world import World
 
+from sheets_emulator import EmulatorAdmin, EmulatorServer
 from sheetsync.crypto import generate_key, reset_keyring
 from sheetsync.db import dispose_engine, is_postgres, make_engine, normalize_url, session_factory
 from sheetsync.db import upgrade as upgrade_schema
-from sheetsync.dev.emulator import EmulatorServer
-from sheetsync.dev.emulator.admin import EmulatorAdmin
 from sheetsync.dispatch import QUEUES
 from sheetsync.models import Base
 from sheetsync.services import Services, get_services, reset_services

@@ -12,9 +12,9 @@ import pytest
 from sqlalchemy import Engine
 from support.paths import ROOT
 
+from sheets_emulator import EmulatorAdmin, EmulatorServer
 from sheetsync.crypto import generate_key
 from sheetsync.db import make_engine
-from sheetsync.dev.emulator import EmulatorAdmin, EmulatorServer
 from sheetsync.settings import NON_SETTING_VARIABLES
 
 EXAMPLE = ROOT / "examples" / "minimal.py"

@@ -3,6 +3,7 @@ credentials and personal-info keys."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
@@ -13,16 +14,19 @@ import typer
 from sheetsync.cli.helpformat import HelpCommand, new_app
 from sheetsync.cli.output import counted, hint, out
 from sheetsync.cli.runtime import load_settings, open_database, open_services, require_database
+from sheetsync.errors import SheetSyncError
 from sheetsync.text import mask_url
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterator, Sequence
 
     from sheetsync.rotation import PiiCheck, RotationResult, TokenIssue
 
 #: Where the emulator listens unless told otherwise.
 DEFAULT_EMULATOR_HOST = "127.0.0.1"
 DEFAULT_EMULATOR_PORT = 8085
+#: `sheetsync emulator` and `sheetsync demo` without the emulator package.
+EMULATOR_MISSING = "the Sheets API emulator is not installed: pip install sheets-emulator"
 
 db_app = new_app("The database schema.")
 credentials_app = new_app("Owners' Google credentials.")
@@ -266,16 +270,16 @@ def emulator(
         typer.Option(metavar="SECONDS", min=0.001, help="Quota window in seconds (Google: 60)."),
     ] = None,
 ) -> None:
-    """Run the Sheets API emulator (in memory) until interrupted."""
-    from sheetsync.dev.emulator import serve
+    """Run the Sheets API emulator (in memory) until interrupted.
 
-    if not allow_remote and not _is_loopback(host):
-        raise typer.BadParameter(
-            f"{host} is not a loopback address: the emulator has no auth, so anyone who "
-            "reaches it can mint tokens and read every sheet (add --allow-remote if you "
-            "really mean it)",
-            param_hint="--host",
-        )
+    The emulator is a package of its own, sheets-emulator (`make install` installs it).
+    """
+    with _needs_emulator():
+        from sheets_emulator import EmulatorError, serve
+        from sheets_emulator.cli import is_loopback, remote_refusal
+
+    if not allow_remote and not is_loopback(host):
+        raise typer.BadParameter(remote_refusal(host), param_hint="--host")
 
     quotas: dict[str, Any] = {
         name: value
@@ -288,18 +292,21 @@ def emulator(
         )
         if value is not None
     }
-    serve(host, port, announce=_Announcer(), **quotas)
-
-
-def _is_loopback(host: str) -> bool:
-    import ipaddress
-
-    if host == "localhost":
-        return True
     try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+        serve(host, port, announce=_Announcer(), **quotas)
+    except EmulatorError as error:
+        raise SheetSyncError(str(error)) from error
+
+
+@contextlib.contextmanager
+def _needs_emulator() -> Iterator[None]:
+    """Imports of the emulator package: its absence becomes one line naming the install."""
+    try:
+        yield
+    except ModuleNotFoundError as missing:
+        if (missing.name or "").partition(".")[0] != "sheets_emulator":
+            raise
+        raise SheetSyncError(EMULATOR_MISSING) from None
 
 
 class _Announcer:
@@ -329,7 +336,8 @@ def demo(
     ] = False,
 ) -> None:
     """Run the end-to-end demo against the emulator."""
-    from sheetsync.dev.demo import run_demo
+    with _needs_emulator():
+        from sheetsync.dev.demo import run_demo
 
     code = run_demo(keep=keep)
     if code:

@@ -1,5 +1,6 @@
-"""Development tools: the Sheets API emulator, the demo, seed data and a local stack.
+"""Development tools on the Sheets API emulator (the sheets-emulator package, in
+``emulator/``): the demo, seed data and a local stack.
 
-Nothing in the production path imports this package (the CLI's `emulator` and `demo`
-commands aside, which import it when they run).
+Nothing in the production path imports this package or the emulator (the CLI's
+`emulator` and `demo` commands aside, which import them when they run).
 """

@@ -15,8 +15,8 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 
+from sheets_emulator import EmulatorAdmin
 from sheetsync.dev import seed
-from sheetsync.dev.emulator import EmulatorAdmin
 from sheetsync.models import Plan
 from sheetsync.services import Services
 

@@ -20,9 +20,9 @@ from rich.console import Console
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from sheets_emulator import EmulatorAdmin
 from sheetsync import deadletters
 from sheetsync.dev.demo_data import SHEET_TITLE, DemoOwner, DemoSeed, expected_rows
-from sheetsync.dev.emulator import EmulatorAdmin
 from sheetsync.models import DeadLetter, DeadLetterReason, DeadLetterStatus
 from sheetsync.text import clip, relative
 

@@ -24,12 +24,12 @@ from typing import Any
 import redis
 from rich.console import Console
 
+from sheets_emulator import EmulatorAdmin, EmulatorError, EmulatorServer
 from sheetsync.crypto import generate_key, reset_keyring
 from sheetsync.db import upgrade
 from sheetsync.dev.demo_data import DEMO_FORMS, DemoSeed, demo_owners, seed_demo
 from sheetsync.dev.demo_redis import DemoRedis, open_demo_redis
 from sheetsync.dev.demo_report import shown
-from sheetsync.dev.emulator import EmulatorAdmin, EmulatorServer
 from sheetsync.dev.local import (
     REDIS_INSTALL_HINT,
     RedisNotInstalledError,
@@ -265,7 +265,8 @@ def run_until_stopped(
 ) -> int:
     """Run ``body`` (which starts children and registers their stops on the ExitStack it
     gets), then stop them all, also after Ctrl-C or SIGTERM; returns the exit code: a
-    failure is one line on stderr (``describe`` words a SheetSyncError)."""
+    failure is one line on stderr (``describe`` words a SheetSyncError; the emulator's
+    and Redis's errors say it themselves)."""
     cleanup = ExitStack()
     try:
         with sigterm_as_interrupt():
@@ -278,7 +279,7 @@ def run_until_stopped(
     except SheetSyncError as failure:
         error_line(describe(failure))
         return EXIT_ERROR
-    except redis.RedisError as failure:
+    except (EmulatorError, redis.RedisError) as failure:
         error_line(str(failure))
         return EXIT_ERROR
     except KeyboardInterrupt:

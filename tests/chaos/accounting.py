@@ -20,7 +20,7 @@ from sqlalchemy import Engine, inspect, text
 
 from chaos.faults import RowDeletion
 from chaos.webapp import Journal, Link
-from sheetsync.dev.emulator.admin import EmulatorAdmin
+from sheets_emulator import EmulatorAdmin
 
 OUTCOMES = (
     "landed once",

@@ -20,7 +20,7 @@ from chaos.config import HANG_S, ChaosConfig
 from chaos.processes import Fleet
 from chaos.services import RedisServer
 from chaos.webapp import WebApp
-from sheetsync.dev.emulator.admin import EmulatorAdmin
+from sheets_emulator import EmulatorAdmin
 
 #: A worker kill timed to land mid-append waits behind a hang this long (shorter than
 #: GOOGLE_TIMEOUT_S: the append commits after the kill).

@@ -31,10 +31,9 @@ from chaos.pii import PiiAudit
 from chaos.processes import Fleet
 from chaos.services import Database, RedisServer, child_environment, process_settings
 from chaos.webapp import WebApp
+from sheets_emulator import EmulatorAdmin, EmulatorServer
 from sheetsync.crypto import generate_key
 from sheetsync.db import upgrade
-from sheetsync.dev.emulator import EmulatorServer
-from sheetsync.dev.emulator.admin import EmulatorAdmin
 from sheetsync.dispatch import set_dispatcher
 from sheetsync.keys import BUFFER_INDEX
 from sheetsync.ops import heartbeats

@@ -17,8 +17,8 @@ from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 
 from chaos.config import ChaosConfig, plan_forms
+from sheets_emulator import EmulatorAdmin
 from sheetsync import credential_reconnected, crypto, emit_answer_submitted
-from sheetsync.dev.emulator.admin import EmulatorAdmin
 from sheetsync.dev.seed import (
     SeededForm,
     SeededQuestion,

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import base64
-import importlib.util
 import json
 import os
 import pty
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
 from datetime import timedelta
 
+import pytest
 from support.cli import SCRIPT, Cli
 
 from sheetsync.crypto import Keyring, answer_value_context, generate_key, refresh_token_context
@@ -155,13 +156,6 @@ def _free_port() -> int:
 
 
 def test_emulator_serves_until_stopped(cli: Cli) -> None:
-    emulator = importlib.import_module("sheetsync.dev.emulator")
-    if getattr(emulator, "serve", None) is None:
-        result = cli("emulator")
-        assert result.code == 1
-        assert len(result.error_lines) == 1
-        assert "emulator is not available" in result.stderr
-        return
     port = _free_port()
     process = subprocess.Popen(
         [str(SCRIPT), "emulator", "--port", str(port), "--write-per-account", "7"],
@@ -183,7 +177,42 @@ def test_emulator_serves_until_stopped(cli: Cli) -> None:
                 assert process.poll() is None, process.communicate()[1]
                 time.sleep(0.2)
         assert stats is not None, "the emulator never answered"
+        with urllib.request.urlopen(
+            f"http://127.0.0.1:{port}/_emulator/quotas", timeout=2
+        ) as response:
+            assert json.loads(response.read())["write_per_account"] == 7
     finally:
         process.terminate()
         _, stderr = process.communicate(timeout=30)
     assert f"SHEETSYNC_GOOGLE_API_ENDPOINT=http://127.0.0.1:{port}" in stderr
+
+
+def test_emulator_on_a_taken_port_says_so_in_one_line(cli: Cli) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = cli("emulator", "--port", str(port))
+    assert result.code == 1
+    [line] = result.error_lines
+    assert f"cannot serve on 127.0.0.1:{port}" in line
+
+
+@pytest.mark.parametrize("command", ["emulator", "demo"])
+def test_without_the_emulator_package_one_line_names_the_install(cli: Cli, command: str) -> None:
+    # None in sys.modules is how Python blocks an import: as if it were not installed.
+    code = (
+        "import sys; sys.modules['sheets_emulator'] = None; "
+        f"from sheetsync.cli import main; sys.exit(main([{command!r}]))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        env=cli.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 1
+    [line] = result.stderr.strip().splitlines()
+    assert line.endswith("the Sheets API emulator is not installed: pip install sheets-emulator")

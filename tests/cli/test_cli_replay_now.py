@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 from support.cli import Cli
 
-from sheetsync.dev.emulator import EmulatorAdmin, EmulatorServer
+from sheets_emulator import EmulatorAdmin, EmulatorServer
 from sheetsync.dev.seed import link_sheet, seed_answers, seed_form
 from sheetsync.models import (
     CredentialStatus,

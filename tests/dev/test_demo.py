@@ -26,8 +26,8 @@ import redis
 from support.redis_dbs import DEMO_DB, redis_db_url
 from support.waiting import wait_until
 
+from sheets_emulator import EmulatorAdmin
 from sheetsync.dev.demo_data import expected_rows
-from sheetsync.dev.emulator import EmulatorAdmin
 from sheetsync.dev.local import free_port, redis_answers
 from sheetsync.keys import BUFFER_INDEX, HEARTBEATS, heartbeat_key
 

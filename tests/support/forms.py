@@ -11,7 +11,7 @@ import httplib2
 from google_auth_httplib2 import AuthorizedHttp
 from sqlalchemy import delete, update
 
-from sheetsync.dev.emulator import EmulatorServer
+from sheets_emulator import EmulatorServer
 from sheetsync.dev.seed import SeededForm, SeededQuestion, seed_user
 from sheetsync.models import (
     Plan,

@@ -7,7 +7,7 @@ from typing import Any
 from google.oauth2.credentials import Credentials
 from googleapiclient.discovery import build
 
-from sheetsync.dev.emulator import EmulatorServer
+from sheets_emulator import EmulatorServer
 
 
 def build_sheets(server: EmulatorServer, http: Any) -> Any:

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 from sqlalchemy import func, select
 
+from sheets_emulator import EmulatorAdmin
 from sheetsync import deadletters
-from sheetsync.dev.emulator.admin import EmulatorAdmin
 from sheetsync.dev.seed import SeededForm, link_sheet, seed_answers, seed_form
 from sheetsync.keys import BUFFER_INDEX, PREFIX
 from sheetsync.models import DeadLetter, Plan, SheetTransaction, TransactionType
