@@ -1,9 +1,10 @@
-# sheetsync: workers, beat, Flower, `sheetsync db upgrade` and the emulator, one image.
-# Runtime dependencies only (requirements-runtime.lock: the runtime + flower pins of
-# requirements.lock, from `make lock`), each checked against its hashes, then the package
-# itself with --no-deps (a local directory has no hash to check). .dockerignore keeps
-# .git, .venv, local databases, .env files, caches and the tests out of the context.
-FROM python:3.11-slim
+# sheetsync: workers, beat, Flower, the console, the exporter and `sheetsync db upgrade`,
+# one image (the default target). Runtime dependencies only: requirements-runtime.lock,
+# the core and the [all] extra pinned by `make lock` (no emulator, no dev tools), each
+# checked against its hashes, then the package itself with --no-deps (a local directory
+# has no hash to check). .dockerignore keeps .git, .venv, local databases, .env files,
+# caches and the tests out of the context.
+FROM python:3.11-slim AS base
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
@@ -23,6 +24,17 @@ COPY tasks ./tasks
 COPY celeryconfig.py ./
 RUN pip install --no-cache-dir --no-deps . \
     && useradd --create-home --uid 10001 --user-group sheetsync
+
+# Development only (`--target emulator`, docker-compose.yml's dev profile): the image
+# above plus the Sheets API emulator's pins (requirements-emulator.lock). Never deployed.
+FROM base AS emulator
+COPY requirements-emulator.lock ./
+RUN pip install --no-cache-dir --require-hashes -r requirements-emulator.lock
+USER 10001:10001
+CMD ["sheetsync", "emulator", "--host", "0.0.0.0", "--port", "8085", "--allow-remote"]
+
+# The default target: the production image.
+FROM base AS runtime
 
 # Numeric, so that a runtime (e.g. Kubernetes' runAsNonRoot) can tell it is not root.
 USER 10001:10001

