@@ -15,9 +15,9 @@
      ``celery -A sheetsync.celery worker -B``, ``python minimal.py``) lands its row;
      then the console, the exporter and Flower answer over HTTP.
 
-Installs resolve against the versions requirements.lock pins (as constraints), with uv
-(``--installer pip`` for pip itself: the same packages, several times slower). Exits 1
-on the first failure, naming it.
+Installs are ``pip install`` (this machine's pip configuration: its index, mirror and
+cache), resolved against the versions requirements.lock pins, given as constraints.
+Exits 1 on the first failure, naming it.
 """
 
 from __future__ import annotations
@@ -128,7 +128,6 @@ def check_sdist(sdist: Path, version: str) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="sheetsync from its wheel, outside the repo")
     parser.add_argument("--python", action="append", default=[], metavar="X.Y", help="only")
-    parser.add_argument("--installer", choices=("uv", "pip"), default="uv")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     options = parser.parse_args(argv)
     if shutil.which("redis-server") is None:
@@ -144,8 +143,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_wheel(wheel, version, list(pythons))
         log(f"built and checked in {time.monotonic() - started:.0f} s")
         for minor, python in pythons.items():
-            figures = check_python(python, work, wheel, version, options.installer)
-            log(f"CPython {minor} ({options.installer}): {figures}")
+            log(f"CPython {minor}: {check_python(python, work, wheel, version)}")
     except InstallTestError as exc:
         print(f"install-test: FAILED: {exc}", file=sys.stderr)
         return 1

@@ -7,12 +7,10 @@ import json
 import os
 import re
 import shutil
-import sys
 import time
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 from install_support import (
     ROOT,
@@ -24,7 +22,6 @@ from install_support import (
     wait_for_http,
 )
 
-Installer = Literal["uv", "pip"]
 #: Packages only an extra (or development) may bring: the console's, the exporter's,
 #: PostgreSQL's, Flower's, the emulator's and the browser tests'.
 NOT_IN_CORE = frozenset(
@@ -60,7 +57,6 @@ MISSING_EXTRAS: list[tuple[list[str], dict[str, str], str, str]] = [
 @dataclass(frozen=True)
 class Venv:
     path: Path
-    installer: Installer
     #: requirements.lock's pins, as constraints.
     pins: Path
 
@@ -79,14 +75,9 @@ class Venv:
         return {**env, **variables}
 
     def install(self, *requirements: str) -> None:
-        command: list[str | Path]
-        if self.installer == "pip":
-            command = [self.python, "-m", "pip", "install", "--quiet"]
-        else:  # uv: the same resolution, an order of magnitude faster; pyc as pip writes
-            uv = Path(sys.executable).with_name("uv")
-            command = [uv, "pip", "install", "--quiet", "--python", self.python]
-            command.append("--compile-bytecode")
-        run([*command, "-c", self.pins, *requirements])
+        """``pip install`` as a user runs it (this machine's pip configuration, its
+        index and cache), the versions pinned by requirements.lock."""
+        run([self.python, "-m", "pip", "install", "--quiet", "-c", self.pins, *requirements])
 
     def packages(self) -> set[str]:
         listed = run([self.python, "-m", "pip", "list", "--format=json"]).stdout
@@ -96,9 +87,9 @@ class Venv:
         return sum(path.stat().st_size for path in self.path.joinpath("lib").rglob("*"))
 
 
-def new_venv(python: Path, path: Path, installer: Installer, pins: Path) -> Venv:
+def new_venv(python: Path, path: Path, pins: Path) -> Venv:
     run([python, "-m", "venv", path])
-    return Venv(path, installer, pins)
+    return Venv(path, pins)
 
 
 def pins_without_hashes(work: Path) -> Path:
@@ -218,10 +209,10 @@ def check_servers(home: Path, env: dict[str, str]) -> None:
         raise InstallTestError("the exporter or Flower answered something else")
 
 
-def check_python(python: Path, work: Path, wheel: Path, version: str, installer: Installer) -> str:
+def check_python(python: Path, work: Path, wheel: Path, version: str) -> str:
     """Both steps in a fresh venv of ``python``; returns the figures and times."""
     pins = pins_without_hashes(work)
-    venv = new_venv(python, work / f"venv-{python.parent.parent.name}", installer, pins)
+    venv = new_venv(python, work / f"venv-{python.parent.parent.name}", pins)
     started = time.monotonic()
     figure = check_core(venv, wheel, version)
     core_s = time.monotonic() - started
