@@ -83,3 +83,18 @@ def test_the_link_check_sees_relative_links_images_and_anchors() -> None:
         "https://example.org/d",
         "docs/e.png",
     ]
+
+
+def test_the_readme_names_the_pythons_the_classifiers_name() -> None:
+    # The install test (.ci/install_test.py) checks that the wheel is tested on each.
+    project = _pyproject()["project"]
+    assert isinstance(project, dict)
+    prefix = "Programming Language :: Python :: 3."
+    minors = sorted(
+        (int(c.removeprefix(prefix)) for c in project["classifiers"] if c.startswith(prefix)),
+    )
+    assert minors and minors[0] == 11
+    assert project["requires-python"] == f">=3.{minors[0]}"
+    names = [f"3.{minor}" for minor in minors]
+    phrase = ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else names[0]
+    assert f"supports CPython {phrase}" in (ROOT / "README.md").read_text()
