@@ -1,9 +1,10 @@
-# sheetsync: workers, beat, Flower and `sheetsync db upgrade`, one image (the Sheets API
-# emulator has an image of its own: emulator/Dockerfile).
-# Runtime dependencies only (requirements-runtime.lock: the runtime + flower pins of
-# requirements.lock, from `make lock`), each checked against its hashes, then the package
-# itself with --no-deps (a local directory has no hash to check). .dockerignore keeps
-# .git, .venv, local databases, .env files, caches and the tests out of the context.
+# sheetsync: workers, beat, Flower, the console, the exporter and `sheetsync db upgrade`,
+# one image (the Sheets API emulator has an image of its own: emulator/Dockerfile).
+# Runtime dependencies only: requirements-runtime.lock, the core and the [all] extra
+# pinned by `make lock` (no emulator, no dev tools), each checked against its hashes,
+# then the package itself with --no-deps (a local directory has no hash to check).
+# .dockerignore keeps .git, .venv, local databases, .env files, caches and the tests out
+# of the context.
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \

@@ -11,8 +11,9 @@ export SHEETSYNC_WORKERS_SCHEDULED ?= 2
 
 # The lock files come from pyproject.toml and emulator/pyproject.toml (the Sheets API
 # emulator, a package of its own) through one uv command, so they pin the same versions:
-# requirements.lock (sheetsync's runtime + flower + dev + docs, and the emulator's runtime +
-# test; `make install`), requirements-runtime.lock (runtime + flower; the image) and
+# requirements.lock (the dev extra: every extra and the dev tools, the docs, and the
+# emulator's runtime and tests; `make install`), requirements-runtime.lock (the core and
+# [all]: workers, beat, Flower, the console, the exporter, PostgreSQL; the image) and
 # emulator/requirements.lock (the emulator's runtime; its image), the last two constrained
 # by the first. Every pin carries its hashes (--generate-hashes): `make install` and the
 # images install with `pip install --require-hashes`, so a changed file on the index fails
@@ -23,8 +24,8 @@ UV_COMPILE = $(abspath $(BIN))/uv pip compile --quiet --python-version 3.11 \
 	--custom-compile-command "make lock" --generate-hashes $(LOCK_FLAGS)
 define compile_locks
 	cd $(1) && $(UV_COMPILE) pyproject.toml emulator/pyproject.toml \
-		--extra dev --extra docs --extra flower --extra test -o requirements.lock
-	cd $(1) && $(UV_COMPILE) pyproject.toml --extra flower -c requirements.lock \
+		--extra dev --extra docs --extra test -o requirements.lock
+	cd $(1) && $(UV_COMPILE) pyproject.toml --extra all -c requirements.lock \
 		-o requirements-runtime.lock
 	cd $(1) && $(UV_COMPILE) emulator/pyproject.toml -c requirements.lock \
 		-o emulator/requirements.lock
@@ -32,7 +33,9 @@ endef
 LOCK_CHECK := $(VENV)/lock-check
 IMAGE ?= sheetsync:local
 
-.PHONY: install browser test test-fast lint docs lock lock-check image demo demo-web bench chaos flower worker beat emulator clean
+LOCK_FILES := requirements.lock requirements-runtime.lock emulator/requirements.lock
+
+.PHONY: install browser test test-fast lint docs lock lock-check install-test image demo demo-web bench chaos flower worker beat emulator clean
 
 install: $(STAMP)
 
@@ -104,10 +107,16 @@ lock-check: install
 	cp pyproject.toml requirements.lock requirements-runtime.lock $(LOCK_CHECK)/
 	cp emulator/pyproject.toml emulator/requirements.lock $(LOCK_CHECK)/emulator/
 	$(call compile_locks,$(LOCK_CHECK))
-	diff -u requirements.lock $(LOCK_CHECK)/requirements.lock
-	diff -u requirements-runtime.lock $(LOCK_CHECK)/requirements-runtime.lock
-	diff -u emulator/requirements.lock $(LOCK_CHECK)/emulator/requirements.lock
+	for lock in $(LOCK_FILES); do diff -u $$lock $(LOCK_CHECK)/$$lock || exit 1; done
 	rm -rf $(LOCK_CHECK)
+
+# Build the wheel and the sdist, check what they ship, install the wheel into fresh
+# venvs outside the repository (each CPython >= 3.11 found) and run the minimal
+# integration from there against a redis-server of its own (.ci/install_test.py).
+# `make install-test INSTALL_TEST_ARGS="--python 3.12"` for one version.
+INSTALL_TEST_ARGS ?=
+install-test: install
+	$(BIN)/python .ci/install_test.py $(INSTALL_TEST_ARGS)
 
 # Needs a Docker daemon.
 image:

@@ -7,6 +7,8 @@ The calls a web app makes::
     from sheetsync import links_changed  # after changing a link's owner or a plan
     from sheetsync import check_settings  # once, when the web app starts
     from sheetsync import backfill  # a form's existing answers to a newly linked sheet
+
+``sheetsync.__version__`` (and ``sheetsync --version``) is the installed version.
 """
 
 from __future__ import annotations
@@ -26,10 +28,14 @@ if TYPE_CHECKING:
     from sheetsync.recovery.replay import credential_reconnected
     from sheetsync.startup import check_settings
 
+#: The one source of the version: pyproject.toml reads it (``[tool.setuptools.dynamic]``).
+__version__ = "0.1.0"
+
 __all__ = [
     "BackfillResult",
     "EmitResult",
     "ResendResult",
+    "__version__",
     "backfill",
     "check_settings",
     "credential_reconnected",

@@ -26,6 +26,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import NullPool
 
+from sheetsync import extras
 from sheetsync.errors import ConfigError
 from sheetsync.settings import get_settings
 from sheetsync.text import mask_url
@@ -80,6 +81,8 @@ def make_engine(url: str | None = None, *, create: bool = False, **engine_option
     """
     url = normalize_url(url if url is not None else get_settings().database_url)
     backend = make_url(url).get_backend_name()
+    if backend == "postgresql":
+        extras.require("postgres", "PostgreSQL (SHEETSYNC_DATABASE_URL)")
     if backend == "sqlite":
         connect_args = engine_options.pop("connect_args", {})
         connect_args.setdefault("timeout", DEFAULT_SQLITE_BUSY_TIMEOUT_S)

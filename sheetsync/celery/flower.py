@@ -16,17 +16,21 @@ runs it):
 * It refuses to start without ``--basic-auth`` or ``--auth`` (``FLOWER_BASIC_AUTH``,
   ``FLOWER_AUTH``): without either, Flower serves its pages, every task's arguments
   included, to anyone who reaches its port.
+
+Flower comes with the ``[flower]`` extra; it is imported when used, so that without it
+this says which ``pip install`` to run instead of failing on an import.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-import flower.command
-import tornado.web
-from flower.views import monitor
-from tornado.options import options
+from sheetsync import extras
+
+if TYPE_CHECKING:
+    import tornado.web
 
 #: What the Celery CLI is told before the Flower options.
 CELERY_ARGS = ("-A", "sheetsync.celery", "flower")
@@ -37,6 +41,8 @@ class FlowerAuthMissingError(SystemExit):
 
 
 def _require_user(handler: tornado.web.RequestHandler) -> None:
+    import tornado.web
+
     # Reading current_user runs Flower's get_current_user: a missing or wrong Basic
     # header raises HTTPError(401) in it, and a missing OAuth session gives None.
     if not handler.current_user:
@@ -45,6 +51,8 @@ def _require_user(handler: tornado.web.RequestHandler) -> None:
 
 def check_auth_configured() -> None:
     """Exit with one line unless Flower's options name at least one way to log in."""
+    from tornado.options import options
+
     basic = [entry for entry in options.basic_auth or () if entry]
     malformed = [entry for entry in basic if not all(entry.partition(":")[::2])]
     if malformed:
@@ -65,6 +73,9 @@ def protect() -> None:
     Idempotent. Patches Flower's classes in this process, so call it before Flower
     builds its application.
     """
+    import flower.command
+    from flower.views import monitor
+
     if getattr(monitor.Metrics, "_sheetsync_protected", False):
         return
     monitor.Metrics.prepare = _require_user
@@ -86,6 +97,10 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     Exits the process, as the ``celery`` command does.
     """
+    try:
+        extras.require("flower", "sheetsync flower")
+    except extras.MissingExtraError as exc:
+        raise SystemExit(f"error: {exc}") from None
     from celery.bin.celery import celery
 
     protect()

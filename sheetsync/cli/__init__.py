@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import typer
 from typer.main import get_command
 
-from sheetsync import logs
+from sheetsync import __version__, logs
 from sheetsync.cli import admin, backfill, dlq, health, links, metrics, resend, web
 from sheetsync.cli.helpformat import HelpCommand, new_app
 from sheetsync.cli.output import (
@@ -57,9 +57,23 @@ app.command("demo", cls=HelpCommand)(admin.demo)
 app.command("web", cls=HelpCommand)(web.web)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"sheetsync {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _options(
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Log the library's progress."),
+    _version: bool = typer.Option(
+        False,
+        "--version",
+        callback=_print_version,
+        is_eager=True,
+        expose_value=False,
+        help="Print the version and exit.",
+    ),
 ) -> None:
     logging.getLogger().setLevel(logging.INFO if verbose else logging.WARNING)
 

@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from sheetsync import extras
 from sheetsync.cli.output import fail, out
 from sheetsync.cli.runtime import open_services
 
@@ -29,6 +30,7 @@ def metrics(
     limiter and credentials, plus the counters the workers record. docs/RUNBOOK.md
     says what to do when an alert fires.
     """
+    extras.require("metrics", "sheetsync metrics")
     from sheetsync.exporter.server import serve
     from sheetsync.startup import check_process
 

