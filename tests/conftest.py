@@ -63,6 +63,7 @@ from sheetsync.crypto import generate_key, reset_keyring
 from sheetsync.db import dispose_engine, is_postgres, make_engine, normalize_url, session_factory
 from sheetsync.db import upgrade as upgrade_schema
 from sheetsync.dispatch import QUEUES
+from sheetsync.metrics import events as metric_events
 from sheetsync.models import Base
 from sheetsync.services import Services, get_services, reset_services
 from sheetsync.settings import reset_settings
@@ -205,9 +206,12 @@ def redis_url() -> Iterator[str]:
     url = pipeline_redis_url()
     client = redis.Redis.from_url(url)
     broker = redis.Redis.from_url(broker_url_for(url))
+    # An emit publishes its metric counts a moment later: never into the next test's Redis.
+    metric_events.tally.clear()
     client.flushdb()
     broker.flushdb()
     yield url
+    metric_events.tally.clear()
     client.flushdb()
     broker.flushdb()
     client.close()

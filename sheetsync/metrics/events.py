@@ -143,8 +143,11 @@ class EventTally:
         self.publish(client)
 
     def clear(self) -> None:
+        """Forget what was counted, and a publish on its way."""
         with self._lock:
             self._pending = _Pending()
+            if self._timer is not None:
+                self._timer.cancel()
             self._timer = None
 
 
