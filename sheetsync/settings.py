@@ -50,6 +50,10 @@ class Settings(BaseSettings):
     database_url: str = Field("sqlite:///sheetsync.db", repr=False)
     #: Comma-separated urlsafe-base64 32-byte keys. The first encrypts; all decrypt.
     pii_keys: Annotated[tuple[SecretStr, ...], NoDecode] = ()
+    #: Decrypt version 1 tokens (bound to no row: one decrypts wherever it is pasted).
+    #: Off: an upgrade from version 1 sets it in every process while `sheetsync pii
+    #: rotate` rewrites them, then removes it.
+    pii_accept_v1_tokens: bool = False
 
     google_api_endpoint: str = DEFAULT_GOOGLE_API_ENDPOINT
     google_token_uri: str = DEFAULT_GOOGLE_TOKEN_URI
