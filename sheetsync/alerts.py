@@ -1,22 +1,31 @@
 """Operator alerts: a Slack-compatible ``{"text": ...}`` POST to a webhook.
 
 Alerts name owners, forms, sheets and counts, never answer values. Sending one never
-raises: a dead webhook is logged and the flush goes on.
+raises and never waits on the webhook: the alert is logged, then posted by a background
+thread of this process (one per process, started on first use, also after a fork), so
+neither a flush nor the web app's emit (inside its transaction) waits for Slack. A
+process that exits gives the queue up to ALERT_TIMEOUT_S to drain.
 """
 
 from __future__ import annotations
 
-import json
+import atexit
 import logging
-import urllib.request
+import os
+import queue
+import threading
+from dataclasses import dataclass
 
 import redis
 
 from sheetsync.keys import alert_once_key
 from sheetsync.settings import Settings, get_settings
+from sheetsync.webhooks import WebhookError, post_json
 
 #: The same alert (same topic) is sent at most once in this many seconds.
 DEFAULT_REPEAT_AFTER_S = 3600
+#: Alerts waiting for the webhook; past this, new ones are logged only.
+QUEUE_MAX = 100
 
 log = logging.getLogger(__name__)
 
@@ -28,26 +37,90 @@ def slack_text(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+@dataclass(frozen=True, slots=True)
+class _Alert:
+    url: str
+    text: str
+    deadline_s: float
+
+
+class _Sender:
+    """This process's alert queue and the thread that posts it."""
+
+    def __init__(self) -> None:
+        self.longest_deadline_s = 0.0
+        self.queue: queue.Queue[_Alert] = queue.Queue(QUEUE_MAX)
+        self.thread = threading.Thread(target=self._run, name="sheetsync-alerts", daemon=True)
+        self.thread.start()
+
+    def put(self, alert: _Alert) -> bool:
+        self.longest_deadline_s = max(self.longest_deadline_s, alert.deadline_s)
+        try:
+            self.queue.put_nowait(alert)
+        except queue.Full:
+            log.error("alert not sent: %d alerts already wait for the webhook", QUEUE_MAX)
+            return False
+        return True
+
+    def drain(self, timeout_s: float) -> None:
+        """Wait (at most ``timeout_s``) until every queued alert was posted or failed."""
+        waiter = threading.Thread(target=self.queue.join, daemon=True)
+        waiter.start()
+        waiter.join(timeout_s)
+
+    def _run(self) -> None:
+        while True:
+            alert = self.queue.get()
+            try:
+                post_json(
+                    alert.url,
+                    {"text": f"[sheetsync] {slack_text(alert.text)}"},
+                    deadline_s=alert.deadline_s,
+                )
+            except WebhookError as exc:
+                log.error("alert webhook failed: %s", exc)
+            finally:
+                self.queue.task_done()
+
+
+#: This process's sender, by pid: a forked child starts its own (threads do not fork).
+_senders: dict[int, _Sender] = {}
+_senders_lock = threading.Lock()
+
+
+def _current_sender() -> _Sender:
+    with _senders_lock:
+        sender = _senders.get(os.getpid())
+        if sender is None:
+            sender = _senders[os.getpid()] = _Sender()
+        return sender
+
+
+def drain_alerts(timeout_s: float) -> None:
+    """Wait (at most ``timeout_s``) for this process's queued alerts to be posted."""
+    sender = _senders.get(os.getpid())
+    if sender is not None:
+        sender.drain(timeout_s)
+
+
+def _drain_at_exit() -> None:
+    sender = _senders.get(os.getpid())
+    if sender is not None:
+        sender.drain(sender.longest_deadline_s)
+
+
+atexit.register(_drain_at_exit)
+
+
 def send_alert(text: str, *, settings: Settings | None = None) -> bool:
-    """Post ``text`` to ``SHEETSYNC_ALERT_WEBHOOK_URL``. Returns whether it was delivered."""
+    """Log ``text`` and queue it for ``SHEETSYNC_ALERT_WEBHOOK_URL``. Returns whether it
+    was queued (False with no webhook, or with the queue full)."""
     settings = settings or get_settings()
     log.warning("alert: %s", text)
     if settings.alert_webhook_url is None:
         return False
-    url = settings.alert_webhook_url.get_secret_value()
-    request = urllib.request.Request(  # noqa: S310 (the operator configures the URL)
-        url,
-        data=json.dumps({"text": f"[sheetsync] {slack_text(text)}"}).encode("utf-8"),
-        headers={"Content-Type": "application/json"},
-        method="POST",
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=settings.alert_timeout_s) as response:  # noqa: S310
-            response.read()
-    except Exception as exc:
-        log.error("alert webhook failed: %s", type(exc).__name__)
-        return False
-    return True
+    alert = _Alert(settings.alert_webhook_url.get_secret_value(), text, settings.alert_timeout_s)
+    return _current_sender().put(alert)
 
 
 def send_alert_once(

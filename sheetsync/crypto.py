@@ -13,9 +13,11 @@ personal-info value: its answer id and question id; a refresh token: its user id
 Changing any byte of a token, or copying it to another answer, question or user, or
 to the other purpose, makes it fail authentication, never decrypt.
 
-Version 1 tokens (associated data: version and key id alone) are still read, so data
-written before version 2 keeps flowing, but never written: ``sheetsync pii rotate``
-rewrites them as version 2, and ``sheetsync pii rotate --check`` counts those left.
+Version 1 tokens (associated data: version and key id alone) are never written, and
+read only while ``SHEETSYNC_PII_ACCEPT_V1_TOKENS`` is set: being bound to nothing, one
+decrypts wherever it is pasted (another answer, another user's credential). An upgrade
+from version 1 sets it while ``sheetsync pii rotate`` rewrites them as version 2
+(``sheetsync pii rotate --check`` counts those left), then removes it.
 
 Keys come from ``SHEETSYNC_PII_KEYS``: the first encrypts, every one decrypts. To
 rotate, put a new key first, run :func:`sheetsync.rotation.rotate_pii`, then drop the old key once
@@ -36,7 +38,7 @@ from collections.abc import Sequence
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from sheetsync.errors import CryptoError, MissingKeyError, PiiKeysError
+from sheetsync.errors import CryptoError, MissingKeyError, PiiKeysError, VersionOneTokenError
 from sheetsync.settings import get_settings
 
 #: The format every encryption writes: bound to a purpose and a context.
@@ -66,6 +68,10 @@ _a2b_base64 = binascii.a2b_base64
 _ANSWER_VALUE = b"sheetsync:answer-value"
 _REFRESH_TOKEN = b"sheetsync:refresh-token"
 
+VERSION_1_REFUSED = (
+    "a version 1 personal-info token (bound to no row) is refused: set "
+    "SHEETSYNC_PII_ACCEPT_V1_TOKENS=true while `sheetsync pii rotate` rewrites them"
+)
 EMPTY_KEYS_MESSAGE = (
     "SHEETSYNC_PII_KEYS is empty: set at least one key, the same as the web app's "
     "(on a first setup, `sheetsync keys generate` prints one)"
@@ -145,11 +151,17 @@ class Keyring:
     :class:`PiiKeysError`, a ConfigError, never a credential's or an answer's failure.
     """
 
-    __slots__ = ("_ciphers", "_header", "_primary", "primary_key_id")
+    __slots__ = ("_ciphers", "_header", "_primary", "accept_version_1", "primary_key_id")
 
-    def __init__(self, keys: Sequence[bytes] | None = None) -> None:
+    def __init__(
+        self, keys: Sequence[bytes] | None = None, *, accept_version_1: bool | None = None
+    ) -> None:
         if keys is None:
             keys = get_settings().pii_key_bytes
+        if accept_version_1 is None:
+            accept_version_1 = get_settings().pii_accept_v1_tokens
+        #: Whether version 1 tokens (bound to no row) decrypt: SHEETSYNC_PII_ACCEPT_V1_TOKENS.
+        self.accept_version_1 = accept_version_1
         if not keys:
             raise PiiKeysError(EMPTY_KEYS_MESSAGE)
         ciphers: dict[bytes, AESGCM] = {}
@@ -182,8 +194,10 @@ class Keyring:
         return encoded.translate(_TO_URLSAFE).rstrip(b"=").decode("ascii")
 
     def decrypt(self, token: str, context: bytes) -> str:
-        """The plaintext of ``token``, if it was made for ``context`` (or is version 1);
-        :class:`CryptoError` otherwise, :class:`MissingKeyError` for an unknown key."""
+        """The plaintext of ``token``, if it was made for ``context`` (or is version 1,
+        while those are accepted); :class:`CryptoError` otherwise,
+        :class:`MissingKeyError` for an unknown key, :class:`VersionOneTokenError` for a
+        version 1 token while they are refused."""
         # The hot path (thousands per flush) tries the happy case and only works out
         # what went wrong when it fails. A changed version byte or a cut token cannot
         # slip through: the header is authenticated, and a short tag fails.
@@ -196,6 +210,8 @@ class Keyring:
             if version == TOKEN_VERSION:
                 associated = raw[:_HEADER_BYTES] + context
             elif version == LEGACY_TOKEN_VERSION:
+                if not self.accept_version_1:
+                    raise VersionOneTokenError(VERSION_1_REFUSED)
                 associated = raw[:_HEADER_BYTES]
             else:
                 raise ValueError
@@ -237,6 +253,21 @@ class Keyring:
         raw = _unpack(token, "PII token")
         return raw[0], raw[1:_HEADER_BYTES]
 
+    def names_a_key(self, text: object) -> bool:
+        """Whether ``text`` has a token's shape under one of these keys (read, not
+        decrypted): how rotation finds personal info no question is marked for now."""
+        if not isinstance(text, str):
+            return False
+        try:
+            raw = _b64decode(text)
+        except (binascii.Error, UnicodeEncodeError):
+            return False
+        return (
+            len(raw) >= _MIN_TOKEN_BYTES
+            and raw[0] in (TOKEN_VERSION, LEGACY_TOKEN_VERSION)
+            and raw[1:_HEADER_BYTES] in self._ciphers
+        )
+
     def is_current(self, token: str) -> bool:
         """Whether ``token`` is version 2 under the primary key (not checked further)."""
         return self.header(token) == (TOKEN_VERSION, self.primary_key_id)
@@ -247,6 +278,15 @@ class Keyring:
         misplaced token is never rewritten into one that decrypts."""
         plaintext = self.decrypt(token, context)
         return token if self.is_current(token) else self.encrypt(plaintext, context)
+
+
+def token_version(token: str) -> int | None:
+    """The format version a stored token declares (its first byte), None if it is not
+    one; read without a key."""
+    try:
+        return _b64decode(token[:4])[0]
+    except (binascii.Error, UnicodeEncodeError, IndexError, TypeError):
+        return None
 
 
 def _b64decode(token: str) -> bytes:

@@ -63,6 +63,14 @@ class MissingKeyError(PiiKeysError):
     this process has other keys than the web app)."""
 
 
+class VersionOneTokenError(CryptoError):
+    """A version 1 token (bound to no row) while ``SHEETSYNC_PII_ACCEPT_V1_TOKENS`` is
+    off. Being bound to nothing, it may have been pasted here from anywhere: it fails
+    where it is found (that answer, that credential), like a moved token. An upgrade
+    from version 1 cannot meet it by surprise: a worker refuses to start while version 1
+    refresh tokens are stored and the setting is off (:mod:`sheetsync.startup`)."""
+
+
 class NotFoundError(SheetSyncError):
     """A row the caller named does not exist."""
 

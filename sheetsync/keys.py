@@ -116,7 +116,20 @@ class BufferKey:
         return cls(match["user"], match["submission"], match["spreadsheet"], int(match["sheet"]))
 
 
+#: A Google account id as a key part. Google's are digits; emails and the demo's ids fit
+#: too. Never a ":" (the key separator: account "acct:tickets" would be account "acct"'s
+#: tickets key) nor anything a key name should not carry.
+_ACCOUNT_ID = re.compile(r"[A-Za-z0-9_.@+-]{1,254}")
+
+
+def is_account_id(text: str) -> bool:
+    """Whether ``text`` may name a Google account in a key."""
+    return _ACCOUNT_ID.fullmatch(text) is not None
+
+
 def rate_account_key(google_account_id: str) -> str:
+    if not is_account_id(google_account_id):
+        raise ValidationError("a Google account id with characters a key cannot hold")
     return f"{RATE_ACCOUNT}{google_account_id}"
 
 

@@ -43,9 +43,7 @@ within the hour is told again.
 from __future__ import annotations
 
 import functools
-import json
 import logging
-import urllib.request
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -61,6 +59,7 @@ from sheetsync.keys import BufferKey, owner_notified_key
 from sheetsync.models import SpreadSheet
 from sheetsync.setting_checks import import_callable
 from sheetsync.settings import Settings, get_settings
+from sheetsync.webhooks import WebhookError, post_json
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +80,10 @@ MESSAGES = {
 
 class HookError(SheetSyncError):
     """The owner hook did not take a notification (the task retries it)."""
+
+
+class UnknownTopicError(SheetSyncError):
+    """A notification task named a topic sheetsync does not send (it is dropped)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,14 +108,20 @@ class Notification:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Notification:
+        """The notification a task carries, its message rebuilt from its topic: a task
+        whose topic is not one of :data:`MESSAGES` is refused (:class:`UnknownTopicError`),
+        and no text from the task reaches the owner."""
+        topic = str(data.get("topic"))
+        if topic not in MESSAGES:
+            raise UnknownTopicError("a notification task carried an unknown topic: refused")
         link_id = data.get("link_id")
         return cls(
-            topic=str(data["topic"]),
+            topic=topic,
             owner=str(data["owner"]),
             form_id=data.get("form_id"),
             link_id=None if link_id is None else int(link_id),
             spreadsheet_id=data.get("spreadsheet_id"),
-            message=str(data["message"]),
+            message=MESSAGES[topic],
             time=str(data["time"]),
         )
 
@@ -243,17 +252,10 @@ def retry_delay_s(tries_done: int, settings: Settings) -> float:
 
 
 def _post(url: str, notification: Notification, timeout_s: float) -> None:
-    request = urllib.request.Request(  # noqa: S310 (https, checked in the settings)
-        url,
-        data=json.dumps(notification.to_json()).encode("utf-8"),
-        headers={"Content-Type": "application/json"},
-        method="POST",
-    )
     try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:  # noqa: S310
-            response.read()
-    except Exception as exc:
-        raise HookError(f"owner webhook failed: {type(exc).__name__}") from None
+        post_json(url, notification.to_json(), deadline_s=timeout_s)
+    except WebhookError as exc:
+        raise HookError(f"owner {exc}") from None
 
 
 def is_url(hook: str) -> bool:

@@ -5,6 +5,12 @@ primary key, bound to its row (:mod:`sheetsync.crypto`). It works in short batch
 is resumable; every write is a compare-and-set on the column's text, so a row the web
 app saved meanwhile is read again, never overwritten. A token that cannot be read is
 skipped and listed, never fatal.
+
+Tokens are found whatever the form looks like now: in the items of today's
+personal-info questions, of personal-info columns of a link's column map (a deleted
+question keeps its column, and the flush still decrypts it), and in any item whose
+value has a token's shape under a key of the keyring (a deleted question no link ever
+showed). Every answer is read, so rotation and ``--check`` scan the whole table.
 """
 
 from __future__ import annotations
@@ -25,8 +31,16 @@ from sheetsync.crypto import (
     default_keyring,
     refresh_token_context,
 )
-from sheetsync.errors import CryptoError, MissingKeyError
-from sheetsync.models import GoogleCredential, Question, QuestionType, Step, SubmissionAnswer
+from sheetsync.errors import CryptoError, MissingKeyError, VersionOneTokenError
+from sheetsync.models import (
+    GoogleCredential,
+    Question,
+    QuestionType,
+    SheetColumn,
+    SpreadSheet,
+    Step,
+    SubmissionAnswer,
+)
 
 #: Rows read and written per transaction by :func:`rotate_pii` and :func:`check_pii`.
 DEFAULT_ROTATION_BATCH_SIZE = 500
@@ -105,15 +119,16 @@ def rotate_pii(
     keyring = keyring or default_keyring()
     skipped: list[TokenIssue] = []
     scanned = updated = values = credentials = 0
-    for question_ids, rows in _answer_pages(session, batch_size):
+    for pii_questions_of, rows in _answer_pages(session, batch_size):
         scanned += len(rows)
-        for answer_id, text in rows:
-            count = _rotate_answer(session, keyring, answer_id, text, question_ids, skipped)
+        for answer_id, text, form_id in rows:
+            found = _Finder(pii_questions_of(form_id), keyring.names_a_key)
+            count = _rotate_answer(session, keyring, answer_id, text, found, skipped)
             updated += count > 0
             values += count
         _end_batch(session, commit_each_batch)
-    for rows in _credential_pages(session, batch_size):
-        for user_id, token in rows:
+    for credential_rows in _credential_pages(session, batch_size):
+        for user_id, token in credential_rows:
             credentials += _rotate_credential(session, keyring, user_id, token, skipped)
         _end_batch(session, commit_each_batch)
     return RotationResult(scanned, updated, values, credentials, tuple(skipped))
@@ -148,15 +163,16 @@ def check_pii(
         return token
 
     answers = credentials = 0
-    for question_ids, rows in _answer_pages(session, batch_size):
+    for pii_questions_of, rows in _answer_pages(session, batch_size):
         answers += len(rows)
-        for answer_id, text in rows:
+        for answer_id, text, form_id in rows:
             convert = functools.partial(inspect, ANSWERS_TABLE, answer_id)
-            _walk_answer(answer_id, _decode(text), question_ids, convert, left)
+            found = _Finder(pii_questions_of(form_id), keyring.names_a_key)
+            _walk_answer(answer_id, _decode(text), found, convert, left)
         session.rollback()
-    for rows in _credential_pages(session, batch_size):
-        credentials += len(rows)
-        for user_id, token in rows:
+    for credential_rows in _credential_pages(session, batch_size):
+        credentials += len(credential_rows)
+        for user_id, token in credential_rows:
             try:
                 inspect(CREDENTIALS_TABLE, user_id, None, token)
             except CryptoError as exc:
@@ -167,20 +183,25 @@ def check_pii(
 
 def _answer_pages(
     session: Session, batch_size: int
-) -> Iterator[tuple[frozenset[str], Sequence[Row[str, str | None]]]]:
-    """Pages of ``(answer id, answer as stored text)`` of forms with personal info, with
-    the form's PERSONAL_INFO question ids. The text is what a compare-and-set compares."""
-    for submission_id, question_ids in _pii_questions_by_form(session).items():
-        last_id = ""
-        while rows := session.execute(
-            select(SubmissionAnswer.id, cast(SubmissionAnswer.answer, Text))
-            .where(SubmissionAnswer.submission_id == submission_id)
-            .where(SubmissionAnswer.id > last_id)
-            .order_by(SubmissionAnswer.id)
-            .limit(batch_size)
-        ).all():
-            last_id = rows[-1][0]
-            yield question_ids, rows
+) -> Iterator[tuple[Callable[[str], frozenset[str]], Sequence[Row[str, str | None, str]]]]:
+    """Pages of ``(answer id, answer as stored text)`` of every answer, with a lookup of
+    its form's personal-info question ids. The text is what a compare-and-set compares."""
+    by_form = _pii_questions_by_form(session)
+
+    def pii_questions_of(form_id: str) -> frozenset[str]:
+        return by_form.get(form_id, frozenset())
+
+    last_id = ""
+    while rows := session.execute(
+        select(
+            SubmissionAnswer.id, cast(SubmissionAnswer.answer, Text), SubmissionAnswer.submission_id
+        )
+        .where(SubmissionAnswer.id > last_id)
+        .order_by(SubmissionAnswer.id)
+        .limit(batch_size)
+    ).all():
+        last_id = rows[-1][0]
+        yield pii_questions_of, rows
 
 
 def _credential_pages(session: Session, batch_size: int) -> Iterator[Sequence[Row[str, str]]]:
@@ -196,11 +217,16 @@ def _credential_pages(session: Session, batch_size: int) -> Iterator[Sequence[Ro
 
 
 def _pii_questions_by_form(session: Session) -> dict[str, frozenset[str]]:
-    rows = session.execute(
-        select(Step.submission_id, Question.id)
-        .join(Step, Question.step_id == Step.id)
-        .where(Question.type == QuestionType.PERSONAL_INFO)
-    ).all()
+    """Each form's personal-info question ids: today's questions, and the columns of its
+    links' column maps made for one (deleted questions keep their columns)."""
+    today = select(Step.submission_id, Question.id).join(Step, Question.step_id == Step.id)
+    mapped = select(SpreadSheet.submission_id, SheetColumn.question_id).join(
+        SpreadSheet, SheetColumn.link_id == SpreadSheet.id
+    )
+    rows = [
+        *session.execute(today.where(Question.type == QuestionType.PERSONAL_INFO)),
+        *session.execute(mapped.where(SheetColumn.type == QuestionType.PERSONAL_INFO.value)),
+    ]
     by_form: dict[str, set[str]] = {}
     for submission_id, question_id in rows:
         by_form.setdefault(submission_id, set()).add(question_id)
@@ -214,10 +240,22 @@ def _decode(text: str | None) -> Any:
         return None
 
 
+@dataclass(frozen=True, slots=True)
+class _Finder:
+    """Which values of an answer are tokens: every value of ``pii_questions``, and any
+    other that ``names_a_key`` (a token's shape under a key of the keyring)."""
+
+    pii_questions: frozenset[str]
+    names_a_key: Callable[[object], bool]
+
+    def wants(self, question_id: str, part: object) -> bool:
+        return question_id in self.pii_questions or self.names_a_key(part)
+
+
 def _walk_answer(
     answer_id: str,
     items: Any,
-    question_ids: frozenset[str],
+    finder: _Finder,
     convert: _Convert,
     issues: list[TokenIssue],
 ) -> tuple[Any, int]:
@@ -230,15 +268,18 @@ def _walk_answer(
     new_items: list[Any] = []
     for item in items:
         question_id = item.get("questionId") if isinstance(item, dict) else None
-        value = item.get("value") if question_id in question_ids else None
+        value = item.get("value") if isinstance(question_id, str) else None
         if value is None or value in ("", []):
             new_items.append(item)
             continue
-        assert isinstance(question_id, str)  # it is one of question_ids
+        assert isinstance(question_id, str)
         parts = value if isinstance(value, list) else [value]
         new_parts = []
         for part in parts:
             new_part = part
+            if not finder.wants(question_id, part):
+                new_parts.append(part)
+                continue
             try:
                 if not isinstance(part, str):
                     raise CryptoError(f"personal info is not a token (a {type(part).__name__})")
@@ -257,7 +298,7 @@ def _rotate_answer(
     keyring: Keyring,
     answer_id: str,
     text: str | None,
-    question_ids: frozenset[str],
+    finder: _Finder,
     skipped: list[TokenIssue],
 ) -> int:
     """Rotate one answer's tokens; how many were rewritten."""
@@ -267,7 +308,7 @@ def _rotate_answer(
 
     for _ in range(_SWAP_ATTEMPTS):
         found: list[TokenIssue] = []
-        items, changed = _walk_answer(answer_id, _decode(text), question_ids, upgrade, found)
+        items, changed = _walk_answer(answer_id, _decode(text), finder, upgrade, found)
         if not changed or _swap(
             session, SubmissionAnswer.answer, SubmissionAnswer.id == answer_id, text, items
         ):
@@ -320,7 +361,10 @@ def _swap(session: Session, column: Any, where: Any, old_text: str | None, new: 
 
 
 def _issue(table: str, row_id: str, question_id: str | None, exc: CryptoError) -> TokenIssue:
-    state = OLD_KEY if isinstance(exc, MissingKeyError) else UNREADABLE
+    if isinstance(exc, VersionOneTokenError):
+        state = OLD_VERSION
+    else:
+        state = OLD_KEY if isinstance(exc, MissingKeyError) else UNREADABLE
     return TokenIssue(table, row_id, question_id, state, exc.message)
 
 

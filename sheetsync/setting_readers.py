@@ -56,6 +56,11 @@ READERS: dict[str, Readers] = {
         WORKER: "",
         CLI: f"pii rotate, {REPLAY_NOW}",
     },
+    "pii_accept_v1_tokens": {
+        WEB_APP: "crypto.decrypt_answer_value, decrypt_refresh_token",
+        WORKER: "also its start-up check of stored refresh tokens",
+        CLI: f"pii rotate, {REPLAY_NOW}",
+    },
     "google_api_endpoint": WRITERS,
     "google_token_uri": WRITERS,
     "development": ALL,

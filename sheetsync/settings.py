@@ -60,6 +60,10 @@ class Settings(BaseSettings):
     """Comma-separated keys for personal info at rest (``sheetsync keys generate``):
     urlsafe base64 of 32 random bytes, strictly decoded; weak keys (all zeros...) are
     refused. The first encrypts; every key decrypts."""
+    pii_accept_v1_tokens: bool = False
+    """Decrypt version 1 tokens (bound to no row: one decrypts wherever it is pasted).
+    Off: an upgrade from version 1 sets it in every process while ``sheetsync pii
+    rotate`` rewrites them, then removes it."""
 
     google_api_endpoint: str = DEFAULT_GOOGLE_API_ENDPOINT
     """Google's Sheets API; the emulator's URL in development."""

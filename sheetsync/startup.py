@@ -13,7 +13,8 @@ What each role needs (:data:`NEEDS`):
 - a worker: every setting valid, the functions ``SHEETSYNC_LINK_AUTHORIZER`` and
   ``SHEETSYNC_OWNER_HOOK`` name (importable), the PII keys, Google's client id and
   secret, the database (reachable, with the sheetsync schema at this version's Alembic revision),
-  Redis and the broker (reachable);
+  no version 1 refresh token unless they are accepted (an upgrade), Redis and the broker
+  (reachable);
 - beat: Redis (its heartbeat) and the broker (where it sends the periodic tasks); the
   tasks themselves run on workers;
 - the console and the exporter: the database. Not Redis: they are how an operator sees
@@ -38,12 +39,22 @@ if TYPE_CHECKING:
     from sqlalchemy.exc import DBAPIError
 
 Role = Literal["worker", "beat", "console", "exporter"]
-Need = Literal["hooks", "pii_keys", "google_client", "database", "redis", "broker"]
+Need = Literal[
+    "hooks", "pii_keys", "google_client", "database", "version_1_tokens", "redis", "broker"
+]
 
 #: What each process needs before it serves, checked in this order (every role needs
 #: valid settings first).
 NEEDS: dict[Role, tuple[Need, ...]] = {
-    "worker": ("hooks", "pii_keys", "google_client", "database", "redis", "broker"),
+    "worker": (
+        "hooks",
+        "pii_keys",
+        "google_client",
+        "database",
+        "version_1_tokens",
+        "redis",
+        "broker",
+    ),
     "beat": ("redis", "broker"),
     "console": ("database",),
     "exporter": ("database",),
@@ -118,6 +129,34 @@ def require_database(settings: Settings, _role: Role) -> None:
     check_database(settings.database_url)
 
 
+def require_no_refused_tokens(settings: Settings, role: Role) -> None:
+    """An upgrade from version 1 tokens must accept them while they are rotated: a
+    worker that refused them would mark every such owner's credential broken. Refresh
+    tokens (one per owner) tell; answers' tokens are too many to read at start."""
+    if settings.pii_accept_v1_tokens:
+        return
+    from sqlalchemy import select
+    from sqlalchemy.pool import NullPool
+
+    from sheetsync import db
+    from sheetsync.crypto import LEGACY_TOKEN_VERSION, token_version
+    from sheetsync.models import GoogleCredential
+
+    engine = db.make_engine(settings.database_url, poolclass=NullPool)
+    try:
+        with engine.connect() as connection:
+            tokens = connection.scalars(select(GoogleCredential.refresh_token))
+            old = sum(token_version(token) == LEGACY_TOKEN_VERSION for token in tokens)
+    finally:
+        engine.dispose()
+    if old:
+        raise ConfigError(
+            f"{old} stored refresh tokens are version 1 (bound to no owner), which "
+            f"{ROLE_NAMES[role]} refuses by default: set SHEETSYNC_PII_ACCEPT_V1_TOKENS=true "
+            "while `sheetsync pii rotate` rewrites them"
+        )
+
+
 def require_redis(settings: Settings, _role: Role) -> None:
     check_redis(settings.redis_url, "SHEETSYNC_REDIS_URL", "Redis")
 
@@ -132,6 +171,7 @@ _CHECKS: dict[Need, Callable[[Settings, Role], None]] = {
     "pii_keys": require_pii_keys,
     "google_client": require_google_client,
     "database": require_database,
+    "version_1_tokens": require_no_refused_tokens,
     "redis": require_redis,
     "broker": require_broker,
 }

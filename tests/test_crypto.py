@@ -21,9 +21,10 @@ from sheetsync.crypto import (
     refresh_token_context,
 )
 from sheetsync.dev.seed import seed_answers, seed_form
-from sheetsync.errors import CryptoError
+from sheetsync.errors import CryptoError, VersionOneTokenError
 from sheetsync.models import GoogleCredential, SubmissionAnswer
 from sheetsync.rotation import check_pii, rotate_pii
+from sheetsync.settings import reset_settings
 
 #: Every test here that uses the database runs on SQLite and PostgreSQL.
 pytest_generate_tests = on_both_databases
@@ -129,7 +130,23 @@ def test_a_token_needs_its_ids(pii_keys: tuple[bytes, bytes], missing: dict[str,
         crypto.encrypt_refresh_token(SECRET, user_id="")
 
 
-def test_version_1_tokens_still_decrypt(pii_keys: tuple[bytes, bytes]) -> None:
+def test_version_1_tokens_are_refused_by_default(pii_keys: tuple[bytes, bytes]) -> None:
+    newest, older = pii_keys
+    for key in (newest, older):
+        token = v1_token(key, SECRET)
+        with pytest.raises(VersionOneTokenError, match="SHEETSYNC_PII_ACCEPT_V1_TOKENS=true"):
+            crypto.decrypt_answer_value(token, **WHERE)
+        with pytest.raises(VersionOneTokenError) as refused:
+            crypto.decrypt_refresh_token(token, user_id="user_1")
+        assert SECRET not in str(refused.value) and token not in str(refused.value)
+
+
+def test_version_1_tokens_decrypt_while_accepted(
+    pii_keys: tuple[bytes, bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SHEETSYNC_PII_ACCEPT_V1_TOKENS", "true")
+    crypto.reset_keyring()
+    reset_settings()
     newest, older = pii_keys
     for key in (newest, older):
         token = v1_token(key, SECRET)
@@ -140,13 +157,14 @@ def test_version_1_tokens_still_decrypt(pii_keys: tuple[bytes, bytes]) -> None:
 def test_a_version_2_token_cannot_pass_for_version_1(pii_keys: tuple[bytes, bytes]) -> None:
     raw = bytearray(_raw(crypto.encrypt_answer_value(SECRET, **WHERE)))
     raw[0] = 1
+    keyring = Keyring(list(pii_keys), accept_version_1=True)
     with pytest.raises(CryptoError, match=r"failed authentication \(tampered or corrupt\)"):
-        crypto.decrypt_answer_value(_token(bytes(raw)), **WHERE)
+        keyring.decrypt(_token(bytes(raw)), crypto.answer_value_context(**WHERE))
 
 
 def test_upgrade_moves_to_the_newest_key_and_version(pii_keys: tuple[bytes, bytes]) -> None:
     newest, older = pii_keys
-    keyring = Keyring([newest, older])
+    keyring = Keyring([newest, older], accept_version_1=True)
     for old_token in (
         v1_token(older, SECRET),
         v1_token(newest, SECRET),

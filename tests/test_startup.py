@@ -5,16 +5,21 @@ processes, each started in an empty directory."""
 
 from __future__ import annotations
 
+import base64
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from sqlalchemy import create_engine, update
 from support.redis_dbs import pipeline_redis_url
 
-from sheetsync.crypto import generate_key
-from sheetsync.db import upgrade
+from sheetsync.crypto import LEGACY_TOKEN_VERSION, Keyring, generate_key, key_id
+from sheetsync.db import session_factory, upgrade
+from sheetsync.dev.seed import seed_user
+from sheetsync.models import GoogleCredential
 from sheetsync.settings import NON_SETTING_VARIABLES
 from sheetsync.startup import check_database, known_revisions
 
@@ -265,3 +270,29 @@ def test_an_unknown_variable_is_warned_about_once_by_a_worker(
     assert result.returncode == 1
     assert result.stderr.count("SHEETSYNC_FLUSH_DELAYS is not a sheetsync setting") == 1
     assert result.stderr.splitlines()[-1].startswith("error: SHEETSYNC_PII_KEYS is empty")
+
+
+def test_a_worker_refuses_stored_version_1_refresh_tokens_unless_accepted(
+    good_env: dict[str, str], tmp_path: Path
+) -> None:
+    """An upgrade from version 1 tokens: a worker that refused them would mark every such
+    owner's credential broken, so it does not start until the operator accepts them for
+    the rotation."""
+    key = base64.urlsafe_b64decode(good_env["SHEETSYNC_PII_KEYS"] + "=")
+    header = bytes([LEGACY_TOKEN_VERSION]) + key_id(key)
+    nonce = os.urandom(12)
+    token = base64.urlsafe_b64encode(
+        header + nonce + AESGCM(key).encrypt(nonce, b"refresh-owner", header)
+    )
+    engine = create_engine(good_env["SHEETSYNC_DATABASE_URL"])
+    with session_factory(engine).begin() as session:
+        seed_user(session, "owner_1", keyring=Keyring([key]))
+        session.execute(update(GoogleCredential).values(refresh_token=token.rstrip(b"=").decode()))
+    engine.dispose()
+
+    line = start("worker", good_env, tmp_path / "run")
+    assert line == (
+        "error: 1 stored refresh tokens are version 1 (bound to no owner), which a worker "
+        "refuses by default: set SHEETSYNC_PII_ACCEPT_V1_TOKENS=true while `sheetsync pii "
+        "rotate` rewrites them"
+    )

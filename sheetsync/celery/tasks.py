@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from celery import Task
@@ -15,6 +16,8 @@ from sheetsync.flush.entry import flush
 from sheetsync.recovery import repair
 from sheetsync.services import get_services
 from sheetsync.settings import get_settings
+
+log = logging.getLogger(__name__)
 
 
 @app.task(bind=True, name="sheetsync.flush.run", max_retries=None)
@@ -63,7 +66,11 @@ def notify_owner(self: Task, notification: dict[str, Any]) -> str:
     from sheetsync import notify
 
     settings = get_settings()
-    found = notify.Notification.from_json(notification)
+    try:
+        found = notify.Notification.from_json(notification)
+    except notify.UnknownTopicError as exc:
+        log.error("%s", exc)
+        return "refused: unknown topic"
     try:
         notify.deliver(found, settings=settings)
     except (notify.HookError, ConfigError, SoftTimeLimitExceeded) as exc:

@@ -21,7 +21,7 @@ from datetime import datetime, tzinfo
 from zoneinfo import ZoneInfo
 
 from sheetsync.crypto import Keyring, answer_context, default_keyring, question_context
-from sheetsync.errors import AnswerError, ConfigError, CryptoError
+from sheetsync.errors import AnswerError, ConfigError, CryptoError, VersionOneTokenError
 from sheetsync.flush.hydrate import MalformedAnswer
 from sheetsync.flush.layout import FIXED_COLUMNS, FormLayout
 from sheetsync.flush.times import format_time, time_formatter
@@ -262,6 +262,12 @@ class RowBuilder:
             ) from None
         except ConfigError:
             raise
+        except VersionOneTokenError as exc:
+            what = (
+                "the personal-info token is version 1, bound to no answer: refused unless "
+                "SHEETSYNC_PII_ACCEPT_V1_TOKENS=true"
+            )
+            raise _answer_error(answer_id, question_id, what, type(exc).__name__) from None
         except CryptoError as exc:
             what = (
                 "the personal-info token fails authentication: tampered, corrupt, or made "

@@ -31,7 +31,7 @@ from sheetsync.flush.rows import header_row
 from sheetsync.flush.sheet import ActiveTab, SheetAccess, Tab, tab_of
 from sheetsync.flush.typed import link_zone
 from sheetsync.flush.writer import SheetWriter, fenced, request_deadline
-from sheetsync.keys import BufferKey
+from sheetsync.keys import BufferKey, is_account_id
 from sheetsync.metrics import events
 from sheetsync.metrics.names import BATCH_SIZE
 from sheetsync.models import CredentialStatus, GoogleCredential, TransactionType
@@ -164,6 +164,9 @@ class FlushRun:
                 raise CredentialError(
                     f"owner {self.key.user_id}'s credential is {credential.status.value}"
                 )
+            if not is_account_id(credential.google_account_id):
+                # Written by the web app when the owner connected: a reconnect mends it.
+                raise CredentialError(f"owner {self.key.user_id}'s Google account id is malformed")
             self._google_account = credential.google_account_id
             refresh_token = crypto.decrypt_refresh_token(
                 credential.refresh_token, user_id=credential.user_id

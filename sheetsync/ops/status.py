@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from sheetsync.errors import ValidationError
-from sheetsync.keys import BUFFER_INDEX, BufferKey, rate_account_key
+from sheetsync.keys import BUFFER_INDEX, BufferKey, is_account_id, rate_account_key
 from sheetsync.models import (
     CredentialStatus,
     DeadLetter,
@@ -203,7 +203,8 @@ def collect_limiter(services: Services) -> dict[str, Any]:
     limiter = services.limiter
     project = limiter.usage()
     with services.sessions() as session:
-        accounts = sorted(set(session.scalars(select(GoogleCredential.google_account_id))))
+        stored = set(session.scalars(select(GoogleCredential.google_account_id)))
+    accounts = sorted(account for account in stored if is_account_id(account))  # no window else
     used = _account_use(services, accounts)
     limit = services.settings.rate_limit_per_account
     return {

@@ -17,7 +17,7 @@ from support.alerts import AlertSink
 from support.cli import Cli
 from support.waiting import wait_until
 
-from sheetsync.alerts import send_alert, slack_text
+from sheetsync.alerts import drain_alerts, send_alert, slack_text
 from sheetsync.dev.local import free_port, redis_answers
 from sheetsync.settings import Settings
 
@@ -103,6 +103,7 @@ def test_alert_text_cannot_ping_or_link_in_slack() -> None:
     try:
         settings = Settings.load(alert_webhook_url=sink.url)
         assert send_alert("form <!channel> <https://evil.example|click> & more", settings=settings)
+        drain_alerts(5)  # the alert is posted by this process's sender thread
     finally:
         sink.close()
     [sent] = sink.texts

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from sqlalchemy import Engine, event, select, update
+from sqlalchemy import Engine, delete, event, select, update
 from sqlalchemy.orm import Session
 from support.cli import Cli
 from support.waiting import wait_until
@@ -39,6 +39,7 @@ from sheetsync.models import (
     TransactionType,
 )
 from sheetsync.rotation import rotate_pii
+from sheetsync.settings import reset_settings
 
 MOVED_REASON = (
     "the personal-info token fails authentication: tampered, corrupt, or made for another "
@@ -237,7 +238,11 @@ def test_rotation_from_version_1_resumes_after_an_interruption(
     cli = any_cli
     old = cli.env["SHEETSYNC_PII_KEYS"]
     new = generate_key()
-    both = {"SHEETSYNC_PII_KEYS": f"{new},{old}"}
+    # An upgrade from version 1 accepts its tokens while the rotation rewrites them.
+    both = {"SHEETSYNC_PII_KEYS": f"{new},{old}", "SHEETSYNC_PII_ACCEPT_V1_TOKENS": "true"}
+    monkeypatch.setenv("SHEETSYNC_PII_ACCEPT_V1_TOKENS", "true")
+    reset_settings()
+    crypto.reset_keyring()
     with cli.sessions.begin() as session:
         # Version 1 under the old key (answers and a refresh token), and under the new one.
         form = seed_form(session, owner_id="owner_1", keyring=V1Keyring(_key(old)))
@@ -277,7 +282,7 @@ def test_rotation_from_version_1_resumes_after_an_interruption(
         with pytest.raises(Interrupted):
             rotate_pii(
                 session,
-                keyring=Keyring([_key(new), _key(old)]),
+                keyring=Keyring([_key(new), _key(old)], accept_version_1=True),
                 batch_size=3,
                 commit_each_batch=True,
             )
@@ -430,3 +435,87 @@ def test_rotation_never_overwrites_what_the_web_app_saved_meanwhile(
         else result.values_reencrypted
     )
     assert (rewritten, result.skipped) == (0, ())
+
+
+def test_a_moved_version_1_token_is_refused_by_default(world: Any, worker: Any) -> None:
+    """A version 1 token decrypts wherever it is pasted, so none decrypts unless the
+    operator accepts them for an upgrade: pasted into an answer, it fails that answer
+    alone, as a moved version 2 token does, and no sheet gets the value."""
+    form = world.form("owner1")
+    sheet = world.sheet(form)
+    [victim, clean] = world.answers(form, 2)
+    phone = form.pii_question_ids[0]
+    key = world.pipeline.settings.pii_key_bytes[0]
+    moved = V1Keyring(key).encrypt("010-9999-0000", b"")  # bound to nothing
+    set_value(world.pipeline.sessions, victim, phone, moved)
+
+    emit_answer_submitted(victim)
+    emit_answer_submitted(clean)
+    wait_until(lambda: not world.leftover_keys(), timeout=30)
+
+    assert world.ids_in(sheet) == [clean]
+    state, reason = ledger(world)[victim]
+    assert state is TransactionType.FAILED
+    assert "version 1" in reason and "SHEETSYNC_PII_ACCEPT_V1_TOKENS" in reason
+    assert moved[:12] not in reason
+    assert world.dead_letters() == []
+    cells = {cell for row in world.rows(sheet) for cell in row}
+    assert "010-9999-0000" not in cells
+
+
+def test_check_counts_version_1_tokens_as_work_left(cli: Cli) -> None:
+    key = _key(cli.env["SHEETSYNC_PII_KEYS"])
+    with cli.sessions.begin() as session:
+        form = seed_form(session, owner_id="owner_1", keyring=V1Keyring(key))
+        seed_answers(session, form, 3, keyring=V1Keyring(key))
+    tokens = len(list(all_tokens(cli)))
+
+    code, found = check(cli, {})  # the default: version 1 refused
+
+    assert code == 1 and found["left"] == tokens
+    assert found["tables"]["submission_answer"]["old_version"] == tokens - 1
+    assert found["tables"]["google_credential"]["old_version"] == 1
+    refused = cli("pii", "rotate")
+    assert refused.code == 1  # nothing bound without the operator's say-so
+    code, still = check(cli, {})
+    assert still["left"] == tokens
+
+
+def test_rotation_finds_the_values_of_a_deleted_personal_info_question(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old = cli.env["SHEETSYNC_PII_KEYS"]
+    with cli.sessions.begin() as session:
+        form = seed_form(session, owner_id="owner_1")
+        seed_answers(session, form, 4)
+        deleted = form.pii_question_ids[1]
+        session.execute(delete(Question).where(Question.id == deleted))
+    values = [(t, row, q) for t, row, q in raw_tokens(cli) if q == deleted]
+    assert values  # the answers still hold them
+    plain = {row: decrypt(t, row, deleted, [_key(old)]) for t, row, _ in values}
+    new = generate_key()
+    both = {"SHEETSYNC_PII_KEYS": f"{new},{old}"}
+
+    code, before = check(cli, both)
+    assert code == 1
+    assert {(t["id"], t["question_id"]) for t in before["tokens"]} >= {
+        (row, deleted) for _, row, _ in values
+    }
+    cli.ok("pii", "rotate", env=both)
+
+    code, after = check(cli, both)
+    assert (code, after["left"]) == (0, 0)
+    for token, row, question_id in raw_tokens(cli):
+        if question_id == deleted:
+            assert decrypt(token, row, deleted, [_key(new)]) == plain[row]
+
+
+def raw_tokens(cli: Cli) -> Iterator[tuple[str, str, str]]:
+    """``(value, answer id, question id)`` of every non-empty string answer value."""
+    with cli.sessions() as session:
+        for answer_id, items in session.execute(
+            select(SubmissionAnswer.id, SubmissionAnswer.answer)
+        ):
+            for item in items:
+                if isinstance(item.get("value"), str) and item["value"]:
+                    yield item["value"], answer_id, item["questionId"]

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from sheetsync.alerts import drain_alerts
+
+#: How long reading the texts waits for this process's queued alerts.
+DRAIN_S = 5.0
+
 
 class AlertSink:
     """A Slack-compatible webhook that records what it receives."""
@@ -34,6 +39,9 @@ class AlertSink:
 
     @property
     def texts(self) -> list[str]:
+        """What arrived, once this process's alert sender has posted what it queued (a
+        worker process's alerts arrive when they arrive: wait for them)."""
+        drain_alerts(DRAIN_S)
         return [str(body.get("text", "")) for body in self.received]
 
     def close(self) -> None:
