@@ -161,7 +161,8 @@ worker: install
 beat: install
 	$(BIN)/celery -A sheetsync.celery beat --schedule /tmp/sheetsync-beat
 
-# Flower behind basic auth (FLOWER_BASIC_AUTH=user:password), on loopback.
+# Flower behind basic auth (FLOWER_BASIC_AUTH=user:password, a password of 32 characters
+# or more), on loopback.
 flower: install
 	$(BIN)/python -m sheetsync.celery.flower --address=127.0.0.1 --port=5555
 

@@ -9,6 +9,7 @@ import base64
 import binascii
 import importlib
 import re
+import ssl
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
@@ -21,6 +22,9 @@ PII_KEY_BYTES = 32
 _URLSAFE_ALPHABET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 #: ``package.module:function``.
 DOTTED_PATH = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
+#: The shortest credential a network-facing operator surface accepts (the console's
+#: token, Flower's password): 32 characters, as ``openssl rand -hex 32`` gives 64.
+MIN_CREDENTIAL_CHARS = 32
 #: Hosts a plain-http webhook may use.
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 
@@ -57,6 +61,40 @@ def insecure_url_problem(url: str) -> str | None:
     if parts.scheme == "http" and parts.hostname in LOOPBACK_HOSTS:
         return None
     return "must be an https:// URL (plain http only to localhost)"
+
+
+def credential_problem(text: str) -> str | None:
+    """Why ``text`` is too weak to guard an operator surface reachable over a network."""
+    if len(text) < MIN_CREDENTIAL_CHARS:
+        return (
+            f"must be at least {MIN_CREDENTIAL_CHARS} characters, not {len(text)} "
+            "(make one: openssl rand -hex 32)"
+        )
+    return None
+
+
+def tls_files_problem(certfile: str | None, keyfile: str | None) -> str | None:
+    """Why a server cannot serve TLS with ``certfile`` and ``keyfile`` (PEM; the
+    certificate file may carry its chain): one given without the other, or they do not
+    load (missing, unreadable, not PEM, or a key that does not match). None: neither
+    given, or both load."""
+    if certfile is None and keyfile is None:
+        return None
+    if certfile is None or keyfile is None:
+        return "a TLS certificate and its key go together: give both files or neither"
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    try:
+        context.load_cert_chain(certfile, keyfile)
+    except ssl.SSLError as exc:
+        shown = f" ({exc.reason})" if exc.reason else ""
+        return (
+            f"cannot load the TLS certificate {certfile} with the key {keyfile}: not a PEM "
+            f"certificate and its matching private key{shown}"
+        )
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        return f"cannot load the TLS certificate {certfile} with the key {keyfile}: {reason}"
+    return None
 
 
 def hook_problem(text: str) -> str | None:

@@ -208,7 +208,8 @@ class Settings(BaseSettings):
     gauges cover these; ``sheetsync_buffers`` counts them all)."""
     web_token: SecretStr | None = None
     """The web console's credential (``sheetsync web``): sent as a bearer token or as the
-    basic-auth password. Without it the console serves loopback addresses only."""
+    basic-auth password; at least 32 characters (``openssl rand -hex 32``). Without it
+    the console serves loopback addresses only."""
 
     workers_priority: int = Field(5, ge=1)
     """Processes of the worker for the priority queue (PRO, PRO_PLUS and ENTERPRISE
@@ -252,6 +253,14 @@ class Settings(BaseSettings):
             if problem:
                 raise ValueError(f"key #{position} {problem}")
         return keys
+
+    @field_validator("web_token")
+    @classmethod
+    def _check_web_token(cls, token: SecretStr | None) -> SecretStr | None:
+        problem = checks.credential_problem(token.get_secret_value()) if token else None
+        if problem:
+            raise ValueError(problem)
+        return token
 
     @field_validator("alert_webhook_url")
     @classmethod

@@ -38,6 +38,10 @@ BAD_SETTINGS = {
         {"SHEETSYNC_ALERT_WEBHOOK_URL": "file:///etc/passwd"},
         "SHEETSYNC_ALERT_WEBHOOK_URL: ",
     ),
+    "a console token too short to guard the console": (
+        {"SHEETSYNC_WEB_TOKEN": "0123456789abcdef"},
+        "SHEETSYNC_WEB_TOKEN: ",
+    ),
     "a client secret sent to a plain-http endpoint": (
         {
             "SHEETSYNC_GOOGLE_CLIENT_SECRET": "real-secret",

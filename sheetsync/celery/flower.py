@@ -15,7 +15,11 @@ runs it):
   ``OK`` and nothing else: it stays open.
 * It refuses to start without ``--basic-auth`` or ``--auth`` (``FLOWER_BASIC_AUTH``,
   ``FLOWER_AUTH``): without either, Flower serves its pages, every task's arguments
-  included, to anyone who reaches its port.
+  included, to anyone who reaches its port. A basic-auth password must have at least
+  32 characters: Flower does not slow down repeated wrong ones, so only length keeps
+  guessing out of reach.
+* It refuses to start with half a TLS setup: Flower given only one of ``--certfile``
+  and ``--keyfile`` logs an error and serves plain HTTP. Both must load.
 
 Flower comes with the ``[flower]`` extra; it is imported when used, so that without it
 this says which ``pip install`` to run instead of failing on an import.
@@ -28,6 +32,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from sheetsync import extras
+from sheetsync.setting_checks import credential_problem, tls_files_problem
 
 if TYPE_CHECKING:
     import tornado.web
@@ -36,8 +41,8 @@ if TYPE_CHECKING:
 CELERY_ARGS = ("-A", "sheetsync.celery", "flower")
 
 
-class FlowerAuthMissingError(SystemExit):
-    """Flower would start with no authentication at all."""
+class UnsafeFlowerError(SystemExit):
+    """Flower would start with no or a short password, or with half a TLS setup."""
 
 
 def _require_user(handler: tornado.web.RequestHandler) -> None:
@@ -50,20 +55,34 @@ def _require_user(handler: tornado.web.RequestHandler) -> None:
 
 
 def check_auth_configured() -> None:
-    """Exit with one line unless Flower's options name at least one way to log in."""
+    """Exit with one line unless Flower's options name at least one way to log in, every
+    basic-auth password is long enough, and TLS is all or nothing."""
     from tornado.options import options
 
     basic = [entry for entry in options.basic_auth or () if entry]
     malformed = [entry for entry in basic if not all(entry.partition(":")[::2])]
     if malformed:
-        raise FlowerAuthMissingError(
+        raise UnsafeFlowerError(
             "sheetsync flower: FLOWER_BASIC_AUTH (--basic-auth) must be user:password, "
             "both non-empty"
         )
     if not basic and not options.auth:
-        raise FlowerAuthMissingError(
+        raise UnsafeFlowerError(
             "sheetsync flower: set FLOWER_BASIC_AUTH=user:password (or --basic-auth, or "
             "--auth for OAuth): without it Flower shows every task to anyone"
+        )
+    for entry in basic:
+        problem = credential_problem(entry.partition(":")[2])
+        if problem:
+            raise UnsafeFlowerError(
+                "sheetsync flower: the password of FLOWER_BASIC_AUTH (--basic-auth; "
+                f"FLOWER_PASSWORD in docker-compose.yml) {problem}"
+            )
+    tls_problem = tls_files_problem(options.certfile or None, options.keyfile or None)
+    if tls_problem:
+        raise UnsafeFlowerError(
+            f"sheetsync flower: --certfile/--keyfile (FLOWER_CERTFILE, FLOWER_KEYFILE): "
+            f"{tls_problem}"
         )
 
 

@@ -18,6 +18,7 @@ from sheetsync.settings import Settings
 from sheetsync.web import actions, pages
 from sheetsync.web.auth import Guard
 from sheetsync.web.console import HERE, Console
+from sheetsync.web.throttle import LoginThrottle
 
 #: How often a page refreshes its figures by itself unless told otherwise.
 DEFAULT_REFRESH_S = 5.0
@@ -28,9 +29,11 @@ def create_app(
     *,
     sample_interval_s: float = 5.0,
     refresh_interval_s: float = DEFAULT_REFRESH_S,
+    throttle: LoginThrottle | None = None,
 ) -> Starlette:
     """The console for ``settings``; the sampler runs while the app is served. Pages
-    refresh every ``refresh_interval_s`` seconds (0: never)."""
+    refresh every ``refresh_interval_s`` seconds (0: never). ``throttle`` locks out
+    addresses that keep presenting a wrong token (default: :class:`LoginThrottle`'s)."""
     console = Console(settings, sample_interval_s, refresh_interval_s)
 
     @asynccontextmanager
@@ -59,7 +62,7 @@ def create_app(
             Route(bulk_action, actions.bulk_act, methods=["POST"]),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ],
-        middleware=[Middleware(Guard, token=token)],
+        middleware=[Middleware(Guard, token=token, throttle=throttle)],
         lifespan=lifespan,
     )
     app.state.console = console

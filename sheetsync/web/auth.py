@@ -2,7 +2,10 @@
 
 Auth: with ``SHEETSYNC_WEB_TOKEN`` set, every request must carry it, as
 ``Authorization: Bearer <token>`` or as the basic-auth password (any user name), on any
-address; a refusal is a 401 with ``WWW-Authenticate: Basic`` so a browser prompts.
+address; a refusal is a 401 with ``WWW-Authenticate: Basic`` so a browser prompts. A
+client address that keeps presenting a wrong credential is locked out for a while (429,
+``Retry-After``: :mod:`sheetsync.web.throttle`); a request without credentials (a
+browser's first) is not a failure.
 Without a token the console serves loopback only, and answers only requests whose
 ``Host`` is a loopback name: a page of another site that rebinds its DNS name to
 127.0.0.1 could otherwise read the console (and its CSRF token) as same-origin.
@@ -21,6 +24,8 @@ import binascii
 import hashlib
 import hmac
 import ipaddress
+import logging
+import math
 import secrets
 from urllib.parse import urlsplit
 
@@ -28,6 +33,9 @@ from starlette.datastructures import Headers
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from sheetsync.web.throttle import LoginThrottle, client_key
+
+log = logging.getLogger(__name__)
 #: The realm a browser's password prompt shows.
 REALM = "sheetsync console"
 #: The hidden form field that carries the CSRF token.
@@ -84,9 +92,12 @@ def presented_token(authorization: str | None) -> str | None:
 class Guard:
     """ASGI middleware: the auth rules above, before any route runs."""
 
-    def __init__(self, app: ASGIApp, *, token: str | None) -> None:
+    def __init__(
+        self, app: ASGIApp, *, token: str | None, throttle: LoginThrottle | None = None
+    ) -> None:
         self.app = app
         self._token = token.encode() if token else None
+        self.throttle = throttle if throttle is not None else LoginThrottle()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -102,25 +113,45 @@ class Guard:
 
     async def _guarded(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = Headers(scope=scope)
-        if self._token is None:
-            if not is_loopback(host_name(headers.get("host", ""))):
-                refusal = PlainTextResponse(
-                    "this console answers loopback requests only "
-                    "(set SHEETSYNC_WEB_TOKEN to serve other addresses)\n",
-                    status_code=403,
-                )
-                await refusal(scope, receive, send)
-                return
-        elif not self.accepts(headers.get("authorization")):
+        refusal: PlainTextResponse | None = None
+        if self._token is not None:
+            refusal = self._refusal(scope, headers.get("authorization"))
+        elif not is_loopback(host_name(headers.get("host", ""))):
             refusal = PlainTextResponse(
-                "authentication required: send SHEETSYNC_WEB_TOKEN as a bearer token "
-                "or as the basic-auth password\n",
-                status_code=401,
-                headers={"WWW-Authenticate": f'Basic realm="{REALM}", charset="UTF-8"'},
+                "this console answers loopback requests only "
+                "(set SHEETSYNC_WEB_TOKEN to serve other addresses)\n",
+                status_code=403,
             )
+        if refusal is not None:
             await refusal(scope, receive, send)
             return
         await self.app(scope, receive, send)
+
+    def _refusal(self, scope: Scope, authorization: str | None) -> PlainTextResponse | None:
+        """None when ``authorization`` carries the token and its client is not locked
+        out; else the answer that refuses the request."""
+        client = client_key((scope.get("client") or ("", 0))[0])
+        wait = self.throttle.retry_after(client)
+        if wait > 0:
+            seconds = math.ceil(wait)
+            return PlainTextResponse(
+                f"too many failed logins from this address: try again in {seconds} s\n",
+                status_code=429,
+                headers={"Retry-After": str(seconds)},
+            )
+        if self.accepts(authorization):
+            self.throttle.succeeded(client)
+            return None
+        if authorization:
+            lockout = self.throttle.failed(client)
+            if lockout:
+                log.warning("console: failed logins from %s; refusing it for %g s", client, lockout)
+        return PlainTextResponse(
+            "authentication required: send SHEETSYNC_WEB_TOKEN as a bearer token "
+            "or as the basic-auth password\n",
+            status_code=401,
+            headers={"WWW-Authenticate": f'Basic realm="{REALM}", charset="UTF-8"'},
+        )
 
     def accepts(self, authorization: str | None) -> bool:
         assert self._token is not None

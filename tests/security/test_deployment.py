@@ -4,165 +4,59 @@ three lock files, and Flower as compose starts it.
 
 * The Sheets API emulator (anyone who reaches it can add accounts, mint tokens and read
   sheets) runs only in the ``dev`` profile and is never published; by default sheetsync
-  talks to Google, and docker-compose.dev.yml points it at the emulator.
+  talks to Google, and docker-compose.dev.yml points the workers at the emulator.
 * Every secret comes from the environment with no default, and compose refuses to
   resolve without it; Redis requires a password.
-* Flower's ``/metrics``, which Flower itself leaves open, asks for the basic auth.
+* Flower's ``/metrics``, which Flower itself leaves open, asks for the basic auth; Flower
+  refuses a short password and half a TLS setup, and serves HTTPS with both files.
 * The build contexts ship nothing local; every lock file pins every package with hashes,
   and every install checks them; sheetsync's image holds the production extras and
   neither the emulator nor a development tool.
 
-The compose files are rendered by ``docker compose config`` (or ``docker-compose config``;
-without either the compose tests are skipped, naming why) and read with PyYAML.
+Which service gets which secret, what each publishes, and docker-compose.tls.yml:
+tests/security/test_compose_services.py. The compose files are rendered by
+``support.compose``.
 """
 
 from __future__ import annotations
 
 import base64
-import json
+import http.client
 import os
 import re
 import shutil
 import signal
-import socket
+import ssl
 import subprocess
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping
-from contextlib import suppress
-from functools import cache
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any
 
 import pytest
+from support.compose import (
+    DEV_FILES,
+    OPTIONAL,
+    SECRETS,
+    TLS_FILES,
+    Compose,
+    published_ports,
+    published_targets,
+    sheetsync_services,
+)
+from support.console import free_port
+from support.https_certificates import ServerCertificate, make_server_certificate
 from support.paths import ROOT
 from support.redis_dbs import broker_url_for, pipeline_redis_url
 from support.waiting import wait_until
 
-#: What docker-compose.yml requires from the environment, and what the tests pass.
-SECRETS = {
-    "POSTGRES_PASSWORD": "pg-secret-1",
-    "REDIS_PASSWORD": "redis-secret-2",
-    "SHEETSYNC_PII_KEYS": "pii-key-3",
-    "FLOWER_USER": "flower-user-4",
-    "FLOWER_PASSWORD": "flower-secret-5",
-    "SHEETSYNC_WEB_TOKEN": "console-token-6",
-}
-#: Optional settings that must stay unset unless the operator sets them.
-OPTIONAL = (
-    "SHEETSYNC_GOOGLE_API_ENDPOINT",
-    "SHEETSYNC_GOOGLE_TOKEN_URI",
-    "SHEETSYNC_GOOGLE_CLIENT_ID",
-    "SHEETSYNC_GOOGLE_CLIENT_SECRET",
-    "SHEETSYNC_ALERT_WEBHOOK_URL",
-    "SHEETSYNC_OWNER_HOOK",
-    "SHEETSYNC_LOG_FORMAT",
-)
-DEV_FILES = ("-f", "docker-compose.yml", "-f", "docker-compose.dev.yml")
 EMULATOR_PORT = "8085"
-
-
-# -- compose --------------------------------------------------------------------------
-
-
-@cache
-def compose_command() -> tuple[str, ...] | None:
-    docker = shutil.which("docker")
-    if docker and _runs([docker, "compose", "version"]):
-        return (docker, "compose")
-    legacy = shutil.which("docker-compose")
-    if legacy and _runs([legacy, "version"]):
-        return (legacy,)
-    return None
-
-
-def _runs(command: list[str]) -> bool:
-    try:
-        return subprocess.run(command, capture_output=True, timeout=60, check=False).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-
-
-@pytest.fixture
-def compose(tmp_path: Path) -> Iterator[Compose]:
-    command = compose_command()
-    if command is None:
-        pytest.skip(
-            "neither `docker compose` nor `docker-compose` is installed (.ci/run installs "
-            "Debian's docker-compose; here: apt-get install docker-compose)"
-        )
-    empty_env_file = tmp_path / "empty.env"
-    empty_env_file.write_text("")
-    yield Compose(command, empty_env_file)
-
-
-class Compose:
-    """``compose config`` in the repository, with only the variables a test names.
-
-    An empty ``--env-file``: a developer's .env must not fill in what a test leaves out.
-    """
-
-    def __init__(self, command: tuple[str, ...], env_file: Path) -> None:
-        self.command = command
-        self.env_file = env_file
-
-    def run(self, *args: str, env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
-        base = {name: os.environ[name] for name in ("PATH", "HOME") if name in os.environ}
-        return subprocess.run(
-            [*self.command, "--env-file", str(self.env_file), *args],
-            cwd=ROOT,
-            env={**base, **env},
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-
-    def config(self, *args: str, env: Mapping[str, str] | None = None) -> dict[str, Any]:
-        """The rendered configuration, with every secret of SECRETS unless ``env``."""
-        variables = dict(SECRETS if env is None else env)
-        yaml = _yaml()
-        if yaml is not None:
-            result = self.run(*args, "config", env=variables)
-            assert result.returncode == 0, result.stderr
-            rendered: dict[str, Any] = yaml.safe_load(result.stdout)
-            return rendered
-        result = self.run(*args, "config", "--format", "json", env=variables)
-        if result.returncode != 0 and "format" in result.stderr:
-            pytest.skip("PyYAML is missing and this compose cannot print JSON")
-        assert result.returncode == 0, result.stderr
-        rendered = json.loads(result.stdout)
-        return rendered
-
-
-def _yaml() -> Any:
-    try:
-        import yaml
-    except ImportError:
-        return None
-    return yaml
-
-
-def sheetsync_services(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """The services that run sheetsync (they carry the SHEETSYNC_* environment)."""
-    return {
-        name: service
-        for name, service in config["services"].items()
-        if "SHEETSYNC_PII_KEYS" in (service.get("environment") or {})
-    }
-
-
-def published_targets(service: Mapping[str, Any]) -> list[str]:
-    """The container ports a service publishes on the host, whatever the syntax."""
-    targets = []
-    for port in service.get("ports") or []:
-        if isinstance(port, Mapping):
-            targets.append(str(port.get("target")))
-        else:  # "HOST:CONTAINER/proto", "IP:HOST:CONTAINER" or "CONTAINER"
-            targets.append(str(port).split("/")[0].rsplit(":", 1)[-1])
-    return targets
-
+#: The basic auth the Flower tests start it with (a password of 32 characters or more).
+FLOWER_AUTH = "ops:flower-test-password-6c1e9a0b4d27f853"
+#: The services that talk to Google.
+WORKERS = ("worker-priority", "worker-default", "worker-scheduled")
 
 VARIANTS = {
     "default": (),
@@ -206,8 +100,9 @@ def test_the_operator_can_still_name_the_endpoints(compose: Compose) -> None:
     endpoint = "https://sheets.example.test"
     config = compose.config(env={**SECRETS, "SHEETSYNC_GOOGLE_API_ENDPOINT": endpoint})
 
-    for service in sheetsync_services(config).values():
-        assert service["environment"]["SHEETSYNC_GOOGLE_API_ENDPOINT"] == endpoint
+    for name, service in sheetsync_services(config).items():
+        given = service["environment"].get("SHEETSYNC_GOOGLE_API_ENDPOINT")
+        assert given == (endpoint if name in WORKERS else None), name
 
 
 @pytest.mark.docker
@@ -226,6 +121,9 @@ def test_the_dev_override_points_sheetsync_at_the_emulator(
     assert set(services) >= {"migrate", "worker-priority", "worker-default", "beat", "flower"}
     for name, service in services.items():
         environment = {k: v for k, v in service["environment"].items() if v is not None}
+        if name not in WORKERS:  # only the workers talk to Google
+            assert not any(k.startswith("SHEETSYNC_GOOGLE_") for k in environment), name
+            continue
         assert environment["SHEETSYNC_GOOGLE_API_ENDPOINT"] == "http://emulator:8085", name
         assert environment["SHEETSYNC_GOOGLE_TOKEN_URI"] == "http://emulator:8085/token", name
         assert environment["SHEETSYNC_DEVELOPMENT"] == "true", name
@@ -277,14 +175,17 @@ def test_the_secrets_come_from_the_environment(compose: Compose) -> None:
     assert services["postgres"]["environment"]["POSTGRES_PASSWORD"] == postgres_password
     for name, service in sheetsync_services(config).items():
         environment = service["environment"]
-        assert f":{postgres_password}@postgres:" in environment["SHEETSYNC_DATABASE_URL"], name
-        assert environment["SHEETSYNC_PII_KEYS"] == SECRETS["SHEETSYNC_PII_KEYS"], name
+        if "SHEETSYNC_DATABASE_URL" in environment:
+            database_url = environment["SHEETSYNC_DATABASE_URL"]
+            assert f":{postgres_password}@postgres:" in database_url, name
+        if "SHEETSYNC_PII_KEYS" in environment:
+            assert environment["SHEETSYNC_PII_KEYS"] == SECRETS["SHEETSYNC_PII_KEYS"], name
         for variable in ("SHEETSYNC_GOOGLE_CLIENT_SECRET", "SHEETSYNC_ALERT_WEBHOOK_URL"):
             assert environment.get(variable) is None, f"{name}: {variable} has a default"
         # Every Redis URL sheetsync is given (buffers; the broker defaults to it) carries
         # the password.
         redis_urls = {k: v for k, v in environment.items() if str(v).startswith("redis")}
-        assert redis_urls, name
+        assert redis_urls or name == "migrate", name
         for variable, url in redis_urls.items():
             assert url.startswith(f"redis://:{redis_password}@redis:"), f"{name}: {variable}"
     flower_auth = services["flower"]["environment"]["FLOWER_BASIC_AUTH"]
@@ -300,7 +201,7 @@ def test_the_console_needs_its_token_and_the_exporter_stays_unpublished(
 
     assert console["command"][:2] == ["sheetsync", "web"]
     assert console["environment"]["SHEETSYNC_WEB_TOKEN"] == SECRETS["SHEETSYNC_WEB_TOKEN"]
-    assert published_targets(console) == ["8088"]
+    assert [(p.host_ip, p.target) for p in published_ports(console)] == [("127.0.0.1", "8088")]
     assert "SHEETSYNC_WEB_TOKEN" in " ".join(console["healthcheck"]["test"])
     assert metrics["command"][:2] == ["sheetsync", "metrics"]
     assert not metrics.get("ports"), "the exporter has no auth: never on a host port"
@@ -335,12 +236,6 @@ def test_compose_runs_flower_through_the_auth_shim(compose: Compose) -> None:
 # -- Flower ---------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def flower_env(**extra: str) -> dict[str, str]:
     env = {
         name: value
@@ -348,25 +243,31 @@ def flower_env(**extra: str) -> dict[str, str]:
         if not name.startswith(("FLOWER_", "SHEETSYNC_", "CELERY_"))
     }
     # The broker Flower watches: the tests' broker database (nothing is consumed there).
+    # No other SHEETSYNC_* variable: compose gives Flower this one alone.
     env["SHEETSYNC_REDIS_URL"] = broker_url_for(pipeline_redis_url())
     return {**env, **extra}
 
 
-def get(url: str, auth: str | None = None) -> tuple[int, bytes]:
+def get(
+    url: str, auth: str | None = None, context: ssl.SSLContext | None = None
+) -> tuple[int, bytes]:
     headers = {"Authorization": "Basic " + base64.b64encode(auth.encode()).decode()} if auth else {}
     try:
         with urllib.request.urlopen(
-            urllib.request.Request(url, headers=headers), timeout=5
+            urllib.request.Request(url, headers=headers), timeout=5, context=context
         ) as reply:
             return reply.status, reply.read()
     except urllib.error.HTTPError as error:
         return error.code, error.read()
 
 
-@pytest.fixture
-def flower_url(tmp_path: Path) -> Iterator[str]:
-    """The shim compose runs, ``python -m sheetsync.celery.flower``, with basic auth."""
+@contextmanager
+def running_flower(tmp_path: Path, certificate: ServerCertificate | None = None) -> Iterator[str]:
+    """The shim compose runs, ``python -m sheetsync.celery.flower``, with FLOWER_AUTH;
+    over HTTPS with ``certificate``. Yields its URL."""
     port = free_port()
+    tls = [f"--certfile={certificate.cert}", f"--keyfile={certificate.key}"] if certificate else []
+    context = certificate.client_context() if certificate else None
     log_path = tmp_path / "flower.log"
     with log_path.open("wb") as log:
         flower = subprocess.Popen(
@@ -376,21 +277,22 @@ def flower_url(tmp_path: Path) -> Iterator[str]:
                 "sheetsync.celery.flower",
                 f"--port={port}",
                 "--address=127.0.0.1",
+                *tls,
             ],
             cwd=tmp_path,  # the installed package, as in the image; not the checkout's cwd
-            env=flower_env(FLOWER_BASIC_AUTH="ops:s3cret"),
+            env=flower_env(FLOWER_BASIC_AUTH=FLOWER_AUTH),
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        url = f"http://127.0.0.1:{port}"
+        url = f"{'https' if certificate else 'http'}://127.0.0.1:{port}"
         try:
 
             def up() -> bool:
                 if flower.poll() is not None:
                     raise AssertionError(f"Flower exited: {log_path.read_text()}")
                 with suppress(OSError):
-                    return get(f"{url}/healthcheck")[0] == 200
+                    return get(f"{url}/healthcheck", context=context)[0] == 200
                 return False
 
             wait_until(up, timeout=60, interval=0.2)
@@ -405,49 +307,119 @@ def flower_url(tmp_path: Path) -> Iterator[str]:
                 flower.wait(timeout=5)
 
 
+@pytest.fixture
+def flower_url(tmp_path: Path) -> Iterator[str]:
+    with running_flower(tmp_path) as url:
+        yield url
+
+
 @pytest.mark.slow
 def test_flower_metrics_need_the_basic_auth(flower_url: str) -> None:
+    user, password = FLOWER_AUTH.split(":")
     status, _ = get(f"{flower_url}/metrics")
     assert status == 401, "Flower's /metrics answers without credentials"
-    assert get(f"{flower_url}/metrics", auth="ops:wrong")[0] == 401
-    assert get(f"{flower_url}/metrics", auth="someone:s3cret")[0] == 401
+    assert get(f"{flower_url}/metrics", auth=f"{user}:wrong")[0] == 401
+    assert get(f"{flower_url}/metrics", auth=f"someone:{password}")[0] == 401
 
-    status, body = get(f"{flower_url}/metrics", auth="ops:s3cret")
+    status, body = get(f"{flower_url}/metrics", auth=FLOWER_AUTH)
     assert status == 200
     assert b"flower_" in body or b"# HELP" in body
 
     # The rest of Flower, as before: its pages and API need the credentials too.
     for path in ("/api/tasks", "/api/workers", "/tasks", "/workers"):
         assert get(f"{flower_url}{path}")[0] == 401, path
-        assert get(f"{flower_url}{path}", auth="ops:s3cret")[0] == 200, path
+        assert get(f"{flower_url}{path}", auth=FLOWER_AUTH)[0] == 200, path
     # The healthcheck shows nothing but OK, and stays open.
     assert get(f"{flower_url}/healthcheck") == (200, b"OK")
 
 
-@pytest.mark.parametrize("basic_auth", [None, "", "ops:", ":s3cret"])
-def test_the_flower_shim_refuses_to_start_without_auth(
-    tmp_path: Path, basic_auth: str | None
+@pytest.mark.slow
+@pytest.mark.docker
+def test_flower_serves_https_with_the_tls_override_s_options(
+    tmp_path: Path, compose: Compose
 ) -> None:
-    extra = {} if basic_auth is None else {"FLOWER_BASIC_AUTH": basic_auth}
+    certificate = make_server_certificate(tmp_path)
+    flower = compose.config(*TLS_FILES, env={**SECRETS, "SHEETSYNC_TLS_DIR": "/tls"})["services"][
+        "flower"
+    ]
+    assert {
+        "--certfile=/run/sheetsync-tls/cert.pem",
+        "--keyfile=/run/sheetsync-tls/key.pem",
+    } <= set(flower["command"])
 
-    result = subprocess.run(
+    with running_flower(tmp_path, certificate) as url:
+        context = certificate.client_context()
+        assert get(f"{url}/api/workers", auth=FLOWER_AUTH, context=context)[0] == 200
+        assert get(f"{url}/api/workers", context=context)[0] == 401
+        with pytest.raises((OSError, http.client.HTTPException)):
+            get(url.replace("https://", "http://") + "/healthcheck")
+        # The override's healthcheck, as Docker runs it in the container.
+        port = url.rsplit(":", 1)[1]
+        script = flower["healthcheck"]["test"][-1].replace("127.0.0.1:5555", f"127.0.0.1:{port}")
+        probe = subprocess.run(
+            [sys.executable, "-c", script],
+            env={"FLOWER_BASIC_AUTH": FLOWER_AUTH, "PATH": os.environ["PATH"]},
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        assert probe.returncode == 0, probe.stderr
+
+
+def start_flower(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [
             sys.executable,
             "-m",
             "sheetsync.celery.flower",
             f"--port={free_port()}",
             "--address=127.0.0.1",
+            *args,
         ],
         cwd=tmp_path,
-        env=flower_env(**extra),
+        env=flower_env(**env),
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
 
+
+@pytest.mark.parametrize("basic_auth", [None, "", "ops:", ":s3cret"])
+def test_the_flower_shim_refuses_to_start_without_auth(
+    tmp_path: Path, basic_auth: str | None
+) -> None:
+    result = start_flower(
+        tmp_path, **({} if basic_auth is None else {"FLOWER_BASIC_AUTH": basic_auth})
+    )
+
     assert result.returncode != 0
     assert "FLOWER_BASIC_AUTH" in result.stderr
+
+
+@pytest.mark.parametrize("password", ["s3cret", "x" * 31])
+def test_the_flower_shim_refuses_a_short_password(tmp_path: Path, password: str) -> None:
+    result = start_flower(tmp_path, FLOWER_BASIC_AUTH=f"{FLOWER_AUTH},ops2:{password}")
+
+    assert result.returncode != 0
+    [line] = result.stderr.strip().splitlines()
+    assert "FLOWER_BASIC_AUTH" in line and "at least 32 characters" in line, line
+    assert password not in line
+
+
+def test_the_flower_shim_refuses_half_a_tls_setup(tmp_path: Path) -> None:
+    certificate = make_server_certificate(tmp_path)
+    for args in (
+        [f"--certfile={certificate.cert}"],
+        [f"--keyfile={certificate.key}"],
+        [f"--certfile={certificate.key}", f"--keyfile={certificate.key}"],
+    ):
+        result = start_flower(tmp_path, *args, FLOWER_BASIC_AUTH=FLOWER_AUTH)
+
+        assert result.returncode != 0, args
+        [line] = result.stderr.strip().splitlines()
+        assert "--certfile/--keyfile" in line, line
 
 
 # -- the image ------------------------------------------------------------------------

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import functools
+import http.client
 import os
 import socket
+import ssl
 import subprocess
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +26,8 @@ from support.waiting import wait_until
 from support.world import Sheet, World
 
 SHEETSYNC = str(Path(sys.executable).with_name("sheetsync"))
-TOKEN = "console-test-token-3f9a"
+#: 40 characters: the console refuses a token shorter than 32.
+TOKEN = "console-test-token-3f9a-5d0c-44e1-b7a6e2"
 #: How often the refresh test's console refreshes its pages. The other tests keep the
 #: production default (5 s): their pictures show it, and no refresh swaps what they read.
 REFRESH_S = 0.5
@@ -40,6 +44,8 @@ class Answer:
 class Console:
     url: str
     token: str
+    #: What an https console is verified with (None: plain http).
+    tls: ssl.SSLContext | None = None
 
     def authorize(self, browser: WebDriver) -> None:
         """Make ``browser`` send the token with every request, its pages' own included."""
@@ -56,18 +62,41 @@ class Console:
         auth: str | None = "bearer",
         data: bytes | None = None,
         headers: dict[str, str] | None = None,
+        source: str | None = None,
     ) -> Answer:
+        """``path`` with the token (or ``auth``: a header value, None for none), from
+        the loopback address ``source`` (127.x.y.z) when given: another client."""
         sent = dict(headers or {})
         if auth == "bearer":
             sent["Authorization"] = f"Bearer {self.token}"
         elif auth is not None:
             sent["Authorization"] = auth
         request = urllib.request.Request(self.url + path, data=data, headers=sent)
+        opener = urllib.request.build_opener(*_handlers(source, self.tls))
         try:
-            with urllib.request.urlopen(request, timeout=10) as response:
+            with opener.open(request, timeout=10) as response:
                 return _answer(response.status, response.read(), response.headers.items())
         except urllib.error.HTTPError as error:
             return _answer(error.code, error.read(), error.headers.items())
+
+
+def _handlers(source: str | None, tls: ssl.SSLContext | None) -> list[urllib.request.BaseHandler]:
+    """urllib's handlers, connecting from ``source`` and verifying https with ``tls``."""
+    address = (source, 0) if source else None
+
+    class FromSource(urllib.request.HTTPHandler):
+        def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+            connection = functools.partial(http.client.HTTPConnection, source_address=address)
+            return self.do_open(connection, req)
+
+    class SecureFromSource(urllib.request.HTTPSHandler):
+        def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+            connection = functools.partial(
+                http.client.HTTPSConnection, source_address=address, context=tls
+            )
+            return self.do_open(connection, req)
+
+    return [FromSource(), SecureFromSource()]
 
 
 def _answer(status: int, body: bytes, headers: Iterable[tuple[str, str]]) -> Answer:
@@ -82,8 +111,15 @@ def free_port() -> int:
 
 @contextmanager
 def running_console(
-    env: dict[str, str], *, token: str = TOKEN, refresh_s: float = 5.0
+    env: dict[str, str],
+    *,
+    token: str = TOKEN,
+    refresh_s: float = 5.0,
+    args: Sequence[str] = (),
+    tls: ssl.SSLContext | None = None,
 ) -> Iterator[Console]:
+    """``sheetsync web`` with ``args`` added; ``tls``: it serves https (``args`` name
+    the certificate), verified with this context."""
     port = free_port()
     environment = {**os.environ, **env, "SHEETSYNC_WEB_TOKEN": token}
     process = subprocess.Popen(
@@ -96,13 +132,15 @@ def running_console(
             "0.5",
             "--refresh-interval",
             str(refresh_s),
+            *args,
         ],
         env=environment,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
     )
-    console = Console(f"http://127.0.0.1:{port}", token)
+    scheme = "https" if tls else "http"
+    console = Console(f"{scheme}://127.0.0.1:{port}", token, tls)
 
     def up() -> bool:
         if process.poll() is not None:

@@ -99,6 +99,25 @@ def test_a_public_address_needs_a_token(pipeline_env):
         assert "SHEETSYNC_WEB_TOKEN" in result.stderr
 
 
+@pytest.mark.parametrize("length", [1, 31])
+def test_a_short_token_stops_the_console_at_start(pipeline_env, length):
+    env = {**__import__("os").environ, **pipeline_env(), "SHEETSYNC_WEB_TOKEN": "Q" * length}
+
+    result = subprocess.run(
+        [SHEETSYNC, "web", "--port", "1"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+    assert result.returncode == 1, result
+    [line] = result.stderr.splitlines()
+    assert line.startswith("error: SHEETSYNC_WEB_TOKEN: must be at least 32 characters"), line
+    assert "Q" not in line  # the value itself is not shown
+
+
 def test_loopback_and_presented_tokens():
     assert all(map(is_loopback, ("127.0.0.1", "127.8.9.1", "::1", "[::1]", "localhost")))
     assert not any(map(is_loopback, ("0.0.0.0", "::", "10.0.0.1", "example.com", "")))
