@@ -49,6 +49,7 @@ NEED_VARIABLES = {
     "pii_keys": ("SHEETSYNC_PII_KEYS",),
     "google_client": ("SHEETSYNC_GOOGLE_CLIENT_ID", "SHEETSYNC_GOOGLE_CLIENT_SECRET"),
     "database": ("SHEETSYNC_DATABASE_URL",),
+    "version_1_tokens": ("SHEETSYNC_DATABASE_URL",),
     "redis": ("SHEETSYNC_REDIS_URL",),
     "broker": ("SHEETSYNC_REDIS_URL",),
 }
