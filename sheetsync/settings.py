@@ -300,15 +300,18 @@ class Settings(BaseSettings):
             if url is None:
                 continue
             scheme = url.partition("://")[0].lower()
-            if scheme in redis_urls.SENTINEL_SCHEMES:
-                try:
-                    redis_urls.parse_sentinel(url)
-                except ValueError as exc:
-                    raise ValueError(f"{ENV_PREFIX}{name.upper()}: {exc}") from None
-            elif scheme not in redis_urls.PLAIN_SCHEMES:
+            if scheme not in (*redis_urls.SENTINEL_SCHEMES, *redis_urls.PLAIN_SCHEMES):
                 raise ValueError(
-                    f"{ENV_PREFIX}{name.upper()}: must be a redis:// (or redis+sentinel://) URL"
+                    f"{ENV_PREFIX}{name.upper()}: must be a redis:// or rediss:// (or "
+                    "redis+sentinel://) URL"
                 )
+            try:
+                if scheme in redis_urls.SENTINEL_SCHEMES:
+                    redis_urls.parse_sentinel(url)
+                else:
+                    redis_urls.split_tls(url)
+            except ValueError as exc:
+                raise ValueError(f"{ENV_PREFIX}{name.upper()}: {exc}") from None
         return self
 
     @model_validator(mode="after")
