@@ -16,6 +16,13 @@ runs it):
 * It refuses to start without ``--basic-auth`` or ``--auth`` (``FLOWER_BASIC_AUTH``,
   ``FLOWER_AUTH``): without either, Flower serves its pages, every task's arguments
   included, to anyone who reaches its port.
+* Its Broker page reads the queues. Flower picks its Redis client by the scheme of
+  ``Connection.as_uri()`` (flower/app.py, ``Flower.broker_uri_with_password``), and kombu
+  writes the transport there, which for sheetsync is a class
+  (``sheetsync.celery.transport:Transport``), so the page answered 404 "'redis' broker
+  is not supported". Here it gets the broker URL itself (the first sentinel's, behind
+  Sentinel); Flower adds ``broker_use_ssl`` and the transport options, so it speaks TLS
+  to a ``rediss://`` broker as the workers do.
 """
 
 from __future__ import annotations
@@ -25,8 +32,11 @@ from collections.abc import Callable, Sequence
 
 import flower.command
 import tornado.web
+from flower.app import Flower
 from flower.views import monitor
 from tornado.options import options
+
+from sheetsync.text import mask_url
 
 #: What the Celery CLI is told before the Flower options.
 CELERY_ARGS = ("-A", "sheetsync.celery", "flower")
@@ -59,8 +69,15 @@ def check_auth_configured() -> None:
         )
 
 
+def _broker_url(app: Flower) -> str:
+    # One URL: a Sentinel broker's is one sentinel:// URL per sentinel, ";"-separated.
+    url: str = app.capp.conf.broker_url
+    return url.split(";", maxsplit=1)[0]
+
+
 def protect() -> None:
-    """Put /metrics behind Flower's auth, and make Flower refuse to start without one.
+    """Put /metrics behind Flower's auth, make Flower refuse to start without one, and
+    give its Broker page the broker's URL.
 
     Idempotent. Patches Flower's classes in this process, so call it before Flower
     builds its application.
@@ -69,6 +86,8 @@ def protect() -> None:
         return
     monitor.Metrics.prepare = _require_user
     monitor.Metrics._sheetsync_protected = True
+    Flower.broker_uri_with_password = property(_broker_url)
+    Flower.broker_uri = property(lambda app: mask_url(_broker_url(app)))
 
     # flower.command.flower calls extract_settings() once the environment, --conf and
     # the command line are all applied to tornado's options: check them there.
