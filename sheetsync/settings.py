@@ -50,7 +50,10 @@ class Settings(BaseSettings):
 
     redis_url: str = Field("redis://localhost:6379/0", repr=False)
     """The Redis of the buffers, jobs, the rate limiter and heartbeats. Behind Redis
-    Sentinel: ``redis+sentinel://[:password@]host:26379,.../SERVICE/DB``."""
+    Sentinel: ``redis+sentinel://[:password@]host:26379,.../SERVICE/DB``. Over TLS:
+    ``rediss://`` (``rediss+sentinel://``), certificate verified; ``ssl_ca_certs=``,
+    ``ssl_certfile=``, ``ssl_keyfile=``, ``ssl_check_hostname=false`` and
+    ``ssl_cert_reqs=none`` in the query change that."""
     broker_url: str | None = Field(None, repr=False)
     """The Celery broker; ``REDIS_URL`` when unset."""
     database_url: str = Field("sqlite:///sheetsync.db", repr=False)

@@ -8,6 +8,7 @@ CA signed (:mod:`support.tls`); the parsing tests need no server.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import ssl
 import subprocess
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from support.cli import SCRIPT
+from support.paths import ROOT
 from support.tls import Pki, TlsRedis, make_ca, start_tls_redis, tls_client
 
 from sheetsync import redis_urls
@@ -111,6 +113,23 @@ def test_a_tls_sentinel_url_gives_kombu_tls_to_the_sentinels_and_the_primary() -
     }
     plain = redis_urls.kombu_broker("redis+sentinel://a:26379/svc")
     assert (plain.use_ssl, plain.transport_options) == (False, {"master_name": "svc"})
+
+
+def _tls_section(page: str) -> str:
+    text = (ROOT / "docs" / "operating" / page).read_text()
+    return text.partition("\n## TLS to Redis\n")[2].partition("\n## ")[0]
+
+
+def test_the_docs_name_every_tls_option_and_their_urls_verify() -> None:
+    configuration = _tls_section("configuration.md")
+    deployment = _tls_section("deployment.md")
+    assert set(re.findall(r"`(ssl_\w+)=", configuration)) == set(redis_urls.TLS_OPTIONS)
+    urls = re.findall(r"rediss(?:\+sentinel)?://[^\s'`]*@[^\s'`]+", configuration + deployment)
+    assert len(urls) >= 5, urls
+    for url in urls:
+        Settings.load(redis_url=url)
+        tls = redis_urls.tls_of(url)
+        assert tls is not None and tls.options()["ssl_cert_reqs"] == ssl.CERT_REQUIRED, url
 
 
 # -- refusals, against a TLS-only Redis ------------------------------------------------
