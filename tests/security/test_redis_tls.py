@@ -14,7 +14,6 @@ names its own kombu transport, so kombu's ``rediss`` handling never ran), and
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import re
@@ -22,7 +21,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import suppress
 from dataclasses import dataclass
@@ -33,6 +31,7 @@ import pytest
 import redis
 from support.cli import SCRIPT
 from support.console import running_console
+from support.flower import running_flower
 from support.paths import ROOT
 from support.processes import WorkerProcesses
 from support.scrape import metrics_endpoint
@@ -53,7 +52,6 @@ pytestmark = [
 
 PASSWORD = "tls-only-redis-password"
 CONSOLE_TOKEN = "tls-test-console-token-0123456789abcdef"
-FLOWER_AUTH = "operator:flower-tls-test-password"
 
 
 @pytest.fixture
@@ -140,25 +138,6 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         process.wait()
 
 
-def _flower_get(port: int, path: str) -> str:
-    auth = base64.b64encode(FLOWER_AUTH.encode()).decode()
-    request = urllib.request.Request(
-        f"http://127.0.0.1:{port}{path}", headers={"Authorization": f"Basic {auth}"}
-    )
-    with urllib.request.urlopen(request, timeout=5) as reply:
-        return str(reply.read().decode())
-
-
-def _flower_sees_queues(port: int) -> bool:
-    try:
-        page = _flower_get(port, "/broker")
-    except OSError:
-        return False
-    # A row per queue only when Flower read the queues' lengths from Redis; without them
-    # it says "No queue data is available."
-    return all(f'<tr id="{queue}">' in page for queue in QUEUES)
-
-
 def _status(env: dict[str, str]) -> dict[str, Any]:
     done = subprocess.run(
         [str(SCRIPT), "status", "--json"],
@@ -188,56 +167,49 @@ def test_the_whole_stack_runs_on_a_tls_only_redis(
         tls_env,
         tmp_path / "beat.log",
     )  # fmt: skip
-    flower_port = free_port()
-    flower = _start(
-        [sys.executable, "-m", "sheetsync.celery.flower", f"--port={flower_port}",
-         "--address=127.0.0.1", f"--basic-auth={FLOWER_AUTH}"],
-        tls_env,
-        tmp_path / "flower.log",
-    )  # fmt: skip
     try:
-        # The web app's emit (this process) and the workers' flushes: buffers, limiter, broker.
-        form = world.form()
-        sheet = world.sheet(form)
-        ids = world.answers(form, 30)
-        for answer_id in ids:
-            emit_answer_submitted(answer_id)
-        wait_until(lambda: sorted(world.ids_in(sheet)) == sorted(ids), timeout=60, interval=0.2)
-        assert world.ledger_counts() == {"COMPLETED": len(ids)}
+        with running_flower(tls_env, tmp_path) as flower:
+            # The web app's emit (this process), the workers' flushes: buffers, limiter, broker.
+            form = world.form()
+            sheet = world.sheet(form)
+            ids = world.answers(form, 30)
+            for answer_id in ids:
+                emit_answer_submitted(answer_id)
+            wait_until(lambda: sorted(world.ids_in(sheet)) == sorted(ids), timeout=60)
+            assert world.ledger_counts() == {"COMPLETED": len(ids)}
 
-        # Beat sends its periodic tasks through the broker, and a worker runs them.
-        wait_until(lambda: "Task sheetsync.sweep[" in workers.logs(), timeout=30, interval=0.2)
+            # Beat sends its periodic tasks through the broker, and a worker runs them.
+            wait_until(lambda: "Task sheetsync.sweep[" in workers.logs(), timeout=30)
 
-        # The CLI reads the heartbeats both wrote to Redis, and the limiter's window.
-        def both_alive() -> dict[str, Any] | None:
-            report = _status(tls_env)
-            roles = {process["role"] for process in report["workers"]["live"]}
-            return report if roles == {"worker", "beat"} else None
+            # The CLI reads the heartbeats both wrote to Redis, and the limiter's window.
+            def both_alive() -> dict[str, Any] | None:
+                report = _status(tls_env)
+                roles = {process["role"] for process in report["workers"]["live"]}
+                return report if roles == {"worker", "beat"} else None
 
-        report = wait_until(both_alive, timeout=30, interval=0.5)
-        assert report["redis_url"].startswith("rediss://:***@127.0.0.1:")
-        assert report["limiter"]["project"]["used"] >= 1
+            report = wait_until(both_alive, timeout=30, interval=0.5)
+            assert report["redis_url"].startswith("rediss://:***@127.0.0.1:")
+            assert report["limiter"]["project"]["used"] >= 1
 
-        # The console: a page read from Redis, no "could not read" banner.
-        with running_console(tls_env, token=CONSOLE_TOKEN) as console:
-            page = console.request("/")
-            assert page.status == 200
-            assert "Could not read everything" not in page.body
-            alive = re.search(r"Workers alive</div>\s*<div class=\"value\">(\d+)<", page.body)
-            assert alive is not None and int(alive.group(1)) == 2, page.body
+            # The console: a page read from Redis, no "could not read" banner.
+            with running_console(tls_env, token=CONSOLE_TOKEN) as console:
+                page = console.request("/")
+                assert page.status == 200
+                assert "Could not read everything" not in page.body
+                alive = re.search(r"Workers alive</div>\s*<div class=\"value\">(\d+)<", page.body)
+                assert alive is not None and int(alive.group(1)) == 2, page.body
 
-        # The exporter: Redis is up, and the flushes it counted are there.
-        with metrics_endpoint({**os.environ, **tls_env}, tmp_path) as scraper:
-            samples = scraper.samples()
-            assert samples[("sheetsync_source_up", frozenset({("source", "redis")}))] == 1
-            appended = [v for (name, _), v in samples.items() if name == f"{ROWS_APPENDED}_total"]
-            assert sum(appended) >= len(ids)
+            # The exporter: Redis is up, and the flushes it counted are there.
+            with metrics_endpoint({**os.environ, **tls_env}, tmp_path) as scraper:
+                samples = scraper.samples()
+                assert samples[("sheetsync_source_up", frozenset({("source", "redis")}))] == 1
+                appended = f"{ROWS_APPENDED}_total"
+                assert sum(v for (name, _), v in samples.items() if name == appended) >= len(ids)
 
-        # Flower: its event receiver and its broker page (queue lengths read from Redis).
-        wait_until(lambda: _flower_sees_queues(flower_port), timeout=30, interval=0.5)
-        assert "Unable to get queues" not in (tmp_path / "flower.log").read_text()
+            # Flower: its events (the workers it lists) and its Broker page (from Redis).
+            wait_until(lambda: flower.broker_lists(QUEUES), timeout=30, interval=0.5)
+            assert "Unable to get queues" not in flower.log.read_text()
     finally:
-        _stop(flower)
         _stop(beat)
         workers.stop()
     assert tls_setup.server.tls_errors() == []

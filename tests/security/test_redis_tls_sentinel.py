@@ -3,7 +3,7 @@
 A primary, a replica and three sentinels, every one listening on a TLS port only and
 asking each client for a certificate of the test's CA; replication and the sentinels'
 own links are TLS too (``tls-replication yes``). Workers, beat, the web app's emit, the
-CLI and Flower run against them; the primary is killed mid-run and everything follows
+CLI and Flower's Broker page run against them; the primary is killed mid-run and everything follows
 the replica. No server may log a TLS error: a plain-text attempt from any process (to a
 sentinel or to a Redis) fails the test.
 """
@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 import redis
 from support.cli import SCRIPT
+from support.flower import running_flower
 from support.paths import ROOT
 from support.processes import WorkerProcesses
 from support.tls import (
@@ -38,6 +39,7 @@ from support.world import World
 
 from sheetsync import emit_answer_submitted
 from sheetsync.dev.local import free_port
+from sheetsync.dispatch import QUEUES
 from sheetsync.services import Services, get_services
 
 pytestmark = [
@@ -172,7 +174,11 @@ def test_tls_sentinels_carry_the_pipeline_through_a_failover(
             check=False,
         )
         assert status.returncode == 0, status.stderr
-        assert "rediss+sentinel://:***@127.0.0.1:" in status.stdout
+        hosts = ",".join(f"127.0.0.1:{sentinel.port}" for sentinel in tls_sentinels.sentinels)
+        assert f"rediss+sentinel://:***@{hosts}/{SERVICE}/0?" in status.stdout
+
+        with running_flower(workers.env, tmp_path) as flower:  # its Broker page, via Sentinel
+            wait_until(lambda: flower.broker_lists(QUEUES), timeout=30, interval=0.5)
 
         tls_sentinels.primary.stop()
         wait_until(
