@@ -50,7 +50,10 @@ class Settings(BaseSettings):
 
     redis_url: str = Field("redis://localhost:6379/0", repr=False)
     """The Redis of the buffers, jobs, the rate limiter and heartbeats. Behind Redis
-    Sentinel: ``redis+sentinel://[:password@]host:26379,.../SERVICE/DB``."""
+    Sentinel: ``redis+sentinel://[:password@]host:26379,.../SERVICE/DB``. Over TLS:
+    ``rediss://`` (``rediss+sentinel://``), certificate verified; ``ssl_ca_certs=``,
+    ``ssl_certfile=``, ``ssl_keyfile=``, ``ssl_check_hostname=false`` and
+    ``ssl_cert_reqs=none`` in the query change that."""
     broker_url: str | None = Field(None, repr=False)
     """The Celery broker; ``REDIS_URL`` when unset."""
     database_url: str = Field("sqlite:///sheetsync.db", repr=False)
@@ -313,15 +316,18 @@ class Settings(BaseSettings):
             if url is None:
                 continue
             scheme = url.partition("://")[0].lower()
-            if scheme in redis_urls.SENTINEL_SCHEMES:
-                try:
-                    redis_urls.parse_sentinel(url)
-                except ValueError as exc:
-                    raise ValueError(f"{ENV_PREFIX}{name.upper()}: {exc}") from None
-            elif scheme not in redis_urls.PLAIN_SCHEMES:
+            if scheme not in (*redis_urls.SENTINEL_SCHEMES, *redis_urls.PLAIN_SCHEMES):
                 raise ValueError(
-                    f"{ENV_PREFIX}{name.upper()}: must be a redis:// (or redis+sentinel://) URL"
+                    f"{ENV_PREFIX}{name.upper()}: must be a redis:// or rediss:// (or "
+                    "redis+sentinel://) URL"
                 )
+            try:
+                if scheme in redis_urls.SENTINEL_SCHEMES:
+                    redis_urls.parse_sentinel(url)
+                else:
+                    redis_urls.split_tls(url)
+            except ValueError as exc:
+                raise ValueError(f"{ENV_PREFIX}{name.upper()}: {exc}") from None
         return self
 
     @model_validator(mode="after")

@@ -286,8 +286,35 @@ def describe_redis_error(exc: Exception, url: str, variable: str, what: str = "R
     if isinstance(exc, redis.ConnectionError | redis.TimeoutError) and not isinstance(
         exc, redis.AuthenticationError
     ):
-        return f"cannot reach {what} at {shown} ({variable}): {_first_line(exc)}"
+        return f"cannot reach {what} at {shown} ({variable}): {_connection_reason(exc, url)}"
     return f"{what} at {shown} ({variable}) answered: {_first_line(exc)}"
+
+
+def _connection_reason(exc: Exception, url: str) -> str:
+    """Why a connection failed, with what to change when it is TLS: a file of the URL's
+    that cannot be read, a certificate not trusted, plain text to a TLS-only Redis."""
+    import os
+
+    from sheetsync import redis_urls
+
+    reason = _first_line(exc)
+    try:
+        tls = redis_urls.tls_of(url)
+    except ValueError:  # the settings refuse such a URL before anything connects
+        tls = None
+    if tls is not None:
+        unreadable = [f"{k}={v}" for k, v in tls.files.items() if not os.access(v, os.R_OK)]
+        if unreadable:
+            return f"cannot read {', '.join(unreadable)}"
+    lowered = reason.lower()
+    if "certificate verify failed" in lowered:
+        return (
+            f"{reason.rstrip('.')}; if a private CA signed Redis's certificate, add "
+            "ssl_ca_certs=/path/to/ca.pem to the URL"
+        )
+    if tls is None and ("reset by peer" in lowered or "closed by server" in lowered):
+        return f"{reason.rstrip('.')} (a Redis that accepts only TLS needs a rediss:// URL)"
+    return reason
 
 
 def _first_line(exc: BaseException) -> str:

@@ -35,15 +35,9 @@ def mask_url(url: str) -> str:
     if parts.password is None:
         return url
     userinfo = f"{parts.username or ''}:{MASK}"
-    host = parts.hostname or ""
-    if ":" in host:  # an IPv6 literal
-        host = f"[{host}]"
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    netloc = f"{userinfo}@{host}" + (f":{port}" if port is not None else "")
-    return urlunsplit(parts._replace(netloc=netloc))
+    # The hosts as written: a Sentinel URL names several (host:26379,host2:26379).
+    hosts = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{userinfo}@{hosts}"))
 
 
 def printable(text: str) -> str:

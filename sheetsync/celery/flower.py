@@ -20,6 +20,13 @@ runs it):
   guessing out of reach.
 * It refuses to start with half a TLS setup: Flower given only one of ``--certfile``
   and ``--keyfile`` logs an error and serves plain HTTP. Both must load.
+* Its Broker page reads the queues. Flower picks its Redis client by the scheme of
+  ``Connection.as_uri()`` (flower/app.py, ``Flower.broker_uri_with_password``), and kombu
+  writes the transport there, which for sheetsync is a class
+  (``sheetsync.celery.transport:Transport``), so the page answered 404 "'redis' broker
+  is not supported". Here it gets the broker URL itself (the first sentinel's, behind
+  Sentinel); Flower adds ``broker_use_ssl`` and the transport options, so it speaks TLS
+  to a ``rediss://`` broker as the workers do.
 
 Flower comes with the ``[flower]`` extra; it is imported when used, so that without it
 this says which ``pip install`` to run instead of failing on an import.
@@ -33,9 +40,11 @@ from typing import TYPE_CHECKING
 
 from sheetsync import extras
 from sheetsync.setting_checks import credential_problem, tls_files_problem
+from sheetsync.text import mask_url
 
 if TYPE_CHECKING:
     import tornado.web
+    from flower.app import Flower
 
 #: What the Celery CLI is told before the Flower options.
 CELERY_ARGS = ("-A", "sheetsync.celery", "flower")
@@ -86,19 +95,29 @@ def check_auth_configured() -> None:
         )
 
 
+def _broker_url(app: Flower) -> str:
+    # One URL: a Sentinel broker's is one sentinel:// URL per sentinel, ";"-separated.
+    url: str = app.capp.conf.broker_url
+    return url.split(";", maxsplit=1)[0]
+
+
 def protect() -> None:
-    """Put /metrics behind Flower's auth, and make Flower refuse to start without one.
+    """Put /metrics behind Flower's auth, make Flower refuse to start without one, and
+    give its Broker page the broker's URL.
 
     Idempotent. Patches Flower's classes in this process, so call it before Flower
     builds its application.
     """
     import flower.command
+    from flower.app import Flower
     from flower.views import monitor
 
     if getattr(monitor.Metrics, "_sheetsync_protected", False):
         return
     monitor.Metrics.prepare = _require_user
     monitor.Metrics._sheetsync_protected = True
+    Flower.broker_uri_with_password = property(_broker_url)
+    Flower.broker_uri = property(lambda app: mask_url(_broker_url(app)))
 
     # flower.command.flower calls extract_settings() once the environment, --conf and
     # the command line are all applied to tornado's options: check them there.
