@@ -17,7 +17,7 @@ from pathlib import Path
 from sheetsync.dev.local import free_port
 from support.paths import ROOT
 
-AUTH = "operator:flower-test-password"
+AUTH = "operator:flower-test-password-0d9c1f4e7a2b8356"  # 32+ characters, as the shim asks
 
 
 @dataclass(frozen=True)
