@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 import shutil
 import time
 from dataclasses import dataclass
@@ -184,7 +185,7 @@ def check_servers(home: Path, env: dict[str, str]) -> None:
     """The console serves a page and its script, the exporter its metrics, Flower its
     health check (all on loopback, from the wheel's files)."""
     web, metrics, flower = free_port(), free_port(), free_port()
-    flower_env = {**env, "FLOWER_BASIC_AUTH": "install:test"}
+    flower_env = {**env, "FLOWER_BASIC_AUTH": f"install:{secrets.token_hex(16)}"}  # 32 characters
     flower_argv = ["python", "-m", "sheetsync.celery.flower", f"--port={flower}"]
     with (
         background(["sheetsync", "web", "--port", str(web)], env, home, "web") as web_log,
