@@ -25,6 +25,7 @@ import httplib2
 from googleapiclient.discovery import Resource, build
 
 from sheetsync.errors import ConfigError, CredentialError, PermanentError
+from sheetsync.keys import RateKind
 from sheetsync.metrics import events
 from sheetsync.settings import Settings, get_settings
 from sheetsync.sheets.google_errors import translate_error
@@ -34,10 +35,11 @@ from sheetsync.sheets.transport import SingleShotHttp
 SHEETS_SCOPE = "https://www.googleapis.com/auth/spreadsheets"
 _ROW_RANGE = re.compile(r"![A-Z]+(?P<first>\d+)(?::[A-Z]+(?P<last>\d+))?$")
 
-Acquire = Callable[[], None]
+#: Takes a rate-limit slot of the given kind (``"read"`` or ``"write"``) for a request.
+Acquire = Callable[[RateKind], None]
 
 
-def _no_limit() -> None:
+def _no_limit(kind: RateKind) -> None:
     return None
 
 
@@ -296,7 +298,7 @@ class SheetsClient:
         return self._execute(self._sheets.create(body=body), write=True)
 
     def _execute(self, request: Any, *, write: bool) -> dict[str, Any]:
-        self._acquire()
+        self._acquire("write" if write else "read")
         transport: SingleShotHttp = self._http.http
         transport.deadline = self.deadline
         kind = str(getattr(request, "methodId", None) or "unknown").removeprefix("sheets.")
