@@ -111,10 +111,10 @@ class Rollover:
         else:
             log.info("link of %s: tab %r exists already; continuing there", key.base, title)
         # The map's number formats, as on tab 1; also for a tab a run made before it died
-        # (both requests are idempotent).
+        # (the request is idempotent).
         with access.services.sessions() as session:
-            write_header(session, access.client, link_id, key.spread_sheet_id, gid, title)
-        access.tally.requests += ["values.update", "spreadsheets.batchUpdate"]
+            write_header(session, access.client, link_id, key.spread_sheet_id, gid)
+        access.tally.requests.append("spreadsheets.batchUpdate")
         with access.services.sessions.begin() as session:
             session.execute(
                 update(SpreadSheet)
