@@ -89,7 +89,7 @@ class BufferKey:
     #: HASH token, epoch, state, promoted, queue, due_at, lease_until, attempts, sent: the
     #: one live task.
     job: str = field(init=False, repr=False, compare=False)
-    #: HASH title, time_zone, header_ok, last_row, seq, and row1 / row1_ms while a
+    #: HASH title, time_zone, header_ok, last_row, seq, and row1 / row1_columns / row1_ms while a
     #: header check waits for the rate limit: outlives jobs so bursts skip re-reads.
     sheet: str = field(init=False, repr=False, compare=False)
     #: LIST of arrival runs, ``<ms>:<count>``, oldest first, trimmed with the list: when

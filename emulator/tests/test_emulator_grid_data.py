@@ -158,6 +158,35 @@ def test_update_cells_writes_from_start_and_clears_what_a_range_leaves_out(
     assert emulator_admin.sheet_values(spreadsheet_id, gids["Sheet1"]) == [["keep", "B", "C"]]
 
 
+def test_append_dimension_widens_the_grid_for_update_cells(
+    connect: Any, emulator_admin: EmulatorAdmin
+) -> None:
+    sheets = connect("owner")
+    spreadsheet_id, gids = emulator_admin.create_spreadsheet("owner")
+    gid = gids["Sheet1"]
+    emulator_admin.update_values(spreadsheet_id, "Sheet1!Z1", [["z"]])
+    widen = {"appendDimension": {"sheetId": gid, "dimension": "COLUMNS", "length": 2}}
+    write = {
+        "updateCells": {
+            "start": {"sheetId": gid, "rowIndex": 0, "columnIndex": 26},
+            "rows": [texts("aa", "ab")],
+            "fields": "userEnteredValue",
+        }
+    }
+    sheets.batchUpdate(spreadsheetId=spreadsheet_id, body={"requests": [widen, write]}).execute()
+
+    grid = sheets.get(spreadsheetId=spreadsheet_id).execute()["sheets"][0]["properties"]
+    assert grid["gridProperties"]["columnCount"] == 28
+    assert emulator_admin.sheet_values(spreadsheet_id, gid)[0][25:] == ["z", "aa", "ab"]
+    status, message = refused(
+        lambda: sheets.batchUpdate(
+            spreadsheetId=spreadsheet_id,
+            body={"requests": [{"appendDimension": {**widen["appendDimension"], "length": 0}}]},
+        ).execute()
+    )
+    assert status == 400 and "length" in message
+
+
 def test_update_cells_refusals_leave_the_batch_unapplied(
     connect: Any, emulator_admin: EmulatorAdmin
 ) -> None:

@@ -54,14 +54,14 @@ def _check_header(active: ActiveTab, link_id: int) -> None:
     with services.sessions.begin() as session:
         columns.lock(session, link_id)
         found = columns.column_map(session, link_id)
-        first_row = _first_row(active)
+        first_row, column_count = _first_row(active)
         plan = columns.plan_header(first_row, found)
         if plan.problem is None:
-            formatted = _write(active, plan, found, first_row)
+            formatted = _write(active, plan, found, first_row, column_count)
             columns.save(session, link_id, plan, formatted)
         else:
             columns.pause(session, link_id, plan.problem)
-    services.store.forget_sheet(key, "row1", "row1_ms")
+    services.store.forget_sheet(key, "row1", "row1_columns", "row1_ms")
     if plan.problem is not None:
         services.store.forget_sheet(key, "header_ok")
         message = (
@@ -83,16 +83,18 @@ def _check_header(active: ActiveTab, link_id: int) -> None:
     services.store.remember_sheet(key, header_ok=1)
 
 
-def _first_row(active: ActiveTab) -> list[str]:
-    """Row 1: as read with the tab's title just before, or by this buffer's previous
-    check if the rate limit cut that one short within a lease (so each try makes
-    progress); else read now, with the title and time zone (one request either way)."""
+def _first_row(active: ActiveTab) -> tuple[list[str], int]:
+    """Row 1 and the tab's width: as read with the tab's title just before, or by this
+    buffer's previous check if the rate limit cut that one short within a lease (so
+    each try makes progress); else read now, with the title and time zone (one request
+    either way)."""
     access = active.access
     store, key = access.services.store, access.key
-    cells = store.first_row(key, max_age_ms=int(access.services.settings.lease_s * 3000))
-    if cells is None:
-        cells = active.look_up().first_row  # remembered by look_up
-    return cells
+    remembered = store.first_row(key, max_age_ms=int(access.services.settings.lease_s * 3000))
+    if remembered is None:
+        facts = active.look_up()  # remembers them too
+        return facts.first_row, facts.column_count
+    return remembered
 
 
 def _write(
@@ -100,6 +102,7 @@ def _write(
     plan: HeaderPlan,
     found: Sequence[SheetColumn],
     first_row: Sequence[str],
+    column_count: int,
 ) -> set[str]:
     """Write the plan's titles and the missing number formats into the active tab, in
     one request; returns the ids of the columns whose format is now set."""
@@ -111,13 +114,15 @@ def _write(
     }
     if plan.writes or formats:
         access.renew()
-        access.client.write_header(key.spread_sheet_id, active.gid, plan.writes, formats)
+        access.client.write_header(
+            key.spread_sheet_id, active.gid, plan.writes, formats, column_count=column_count
+        )
         access.tally.requests.append("spreadsheets.batchUpdate")
     if plan.writes:
         written = list(first_row) + [""] * (max(plan.writes) + 1 - len(first_row))
         for index, text in plan.writes.items():
             written[index] = text
-        access.services.store.remember_first_row(key, written)
+        access.services.store.remember_first_row(key, written, max(column_count, len(written)))
         log.info("flush of %s wrote %d header cells", key.base, len(plan.writes))
     return {
         c.question_id
@@ -127,11 +132,16 @@ def _write(
 
 
 def write_header(
-    session: Session, client: SheetsClient, link_id: int, spreadsheet_id: str, gid: int
+    session: Session,
+    client: SheetsClient,
+    link_id: int,
+    spreadsheet_id: str,
+    gid: int,
+    column_count: int,
 ) -> None:
     """Write link ``link_id``'s whole header, with its number formats, into row 1 of tab
-    ``gid``: for a new tab that continues the link (a roll-over). One ``batchUpdate``,
-    through the client's rate limiter; idempotent."""
+    ``gid`` (``column_count`` wide): for a new tab that continues the link (a roll-over).
+    One ``batchUpdate``, through the client's rate limiter."""
     found = [c for c in columns.column_map(session, link_id) if c.position is not None]
     cells = {c.position: c.written_title or c.title for c in found if c.position is not None}
     if not cells:
@@ -141,4 +151,4 @@ def write_header(
         for c in found
         if c.position is not None and (fmt := columns.number_format(c.question_id, c.type))
     }
-    client.write_header(spreadsheet_id, gid, cells, formats)
+    client.write_header(spreadsheet_id, gid, cells, formats, column_count=column_count)

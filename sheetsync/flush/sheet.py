@@ -95,7 +95,7 @@ class ActiveTab:
         access.tally.requests.append("spreadsheets.getByDataFilter")
         store.remember_sheet(key, title=facts.title, time_zone=facts.time_zone or "")
         if not store.sheet_cache(key).header_ok:
-            store.remember_first_row(key, facts.first_row)
+            store.remember_first_row(key, facts.first_row, facts.column_count)
         return facts
 
     def title_of(self, gid: int | None) -> str:

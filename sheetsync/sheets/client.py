@@ -37,6 +37,8 @@ _ROW_RANGE = re.compile(r"![A-Z]+(?P<first>\d+)(?::[A-Z]+(?P<last>\d+))?$")
 
 #: Takes a rate-limit slot of the given kind (``"read"`` or ``"write"``) for a request.
 Acquire = Callable[[RateKind], None]
+#: A new sheet's width, when a reply leaves it out.
+DEFAULT_COLUMN_COUNT = 26
 
 
 def _no_limit(kind: RateKind) -> None:
@@ -62,12 +64,17 @@ class SheetFacts:
     time_zone: str | None
     #: Row 1 as text (formatted values), trailing empty cells left out, as values.get.
     first_row: list[str]
+    #: The tab's grid width: a header write beyond it adds columns first.
+    column_count: int
 
 
 #: The fields of a :meth:`SheetsClient.sheet_facts` reply.
 _FACTS_FIELDS = (
-    "properties.timeZone,sheets(properties(sheetId,title),data.rowData.values.formattedValue)"
+    "properties.timeZone,sheets(properties(sheetId,title,gridProperties.columnCount),"
+    "data.rowData.values.formattedValue)"
 )
+#: The fields of a :meth:`SheetsClient.sheet_grid` reply.
+_GRID_FIELDS = "sheets.properties(sheetId,title,gridProperties.columnCount)"
 
 
 def quote_title(title: str) -> str:
@@ -169,14 +176,7 @@ class SheetsClient:
 
     def sheet_titles(self, spreadsheet_id: str) -> dict[int, str]:
         """``{gid: title}`` of every sheet in the spreadsheet (one read)."""
-        request = self._sheets.get(
-            spreadsheetId=spreadsheet_id, fields="sheets.properties(sheetId,title)"
-        )
-        body = self._execute(request, write=False)
-        return {
-            int(sheet["properties"]["sheetId"]): str(sheet["properties"]["title"])
-            for sheet in body.get("sheets", [])
-        }
+        return {gid: title for gid, (title, _) in self.sheet_grid(spreadsheet_id).items()}
 
     def sheet_title(self, spreadsheet_id: str, gid: int) -> str:
         """The title of sheet ``gid`` (one read); a missing sheet is permanent."""
@@ -204,7 +204,7 @@ class SheetsClient:
         body = self._execute(request, write=False)
         for sheet in body.get("sheets", []):
             properties = sheet.get("properties", {})
-            if int(properties.get("sheetId", -1)) != gid:
+            if int(properties.get("sheetId", 0)) != gid:  # protobuf omits a 0
                 continue
             row: list[str] = []
             for data in sheet.get("data", [])[:1]:
@@ -215,10 +215,28 @@ class SheetsClient:
             while row and not row[-1]:
                 row.pop()
             time_zone = body.get("properties", {}).get("timeZone")
-            return SheetFacts(str(properties["title"]), str(time_zone) if time_zone else None, row)
+            return SheetFacts(
+                title=str(properties["title"]),
+                time_zone=str(time_zone) if time_zone else None,
+                first_row=row,
+                column_count=_column_count(properties),
+            )
         raise PermanentError(
             f"sheet gid {gid} not found in spreadsheet {spreadsheet_id}", status=400
         )
+
+    def sheet_grid(self, spreadsheet_id: str) -> dict[int, tuple[str, int]]:
+        """``{gid: (title, column count)}`` of every sheet in the spreadsheet (one read)."""
+        request = self._sheets.get(spreadsheetId=spreadsheet_id, fields=_GRID_FIELDS)
+        body = self._execute(request, write=False)
+        grid: dict[int, tuple[str, int]] = {}
+        for sheet in body.get("sheets", []):
+            properties = sheet["properties"]
+            grid[int(properties.get("sheetId", 0))] = (
+                str(properties["title"]),
+                _column_count(properties),
+            )
+        return grid
 
     def write_header(
         self,
@@ -226,12 +244,30 @@ class SheetsClient:
         gid: int,
         cells: Mapping[int, str],
         formats: Mapping[int, tuple[str, str]],
+        *,
+        column_count: int,
     ) -> None:
         """Write ``{column index: text}`` into row 1 of sheet ``gid`` as text and set
         ``{column index: (type, pattern)}`` number formats below row 1, in one
         ``batchUpdate`` (``updateCells`` per run of adjacent cells, ``repeatCell`` per
-        format), which Google applies whole or not at all. Idempotent."""
-        requests = [
+        format), which Google applies whole or not at all. ``updateCells`` never widens
+        a grid (``values.update`` did), so a header wider than ``column_count`` (the
+        tab's width as just read) starts with an ``appendDimension`` of the columns
+        missing. Idempotent but for that: a retry after a lost reply may add them twice
+        (empty columns at the right, nothing moves)."""
+        wanted = max([*cells, *formats], default=-1) + 1
+        requests: list[dict[str, Any]] = []
+        if wanted > column_count:
+            requests.append(
+                {
+                    "appendDimension": {
+                        "sheetId": gid,
+                        "dimension": "COLUMNS",
+                        "length": wanted - column_count,
+                    }
+                }
+            )
+        requests += [
             {
                 "updateCells": {
                     "start": {"sheetId": gid, "rowIndex": 0, "columnIndex": start},
@@ -341,6 +377,11 @@ class SheetsClient:
             transport.deadline = None
         events.sheets_request(kind)
         return result
+
+
+def _column_count(properties: Mapping[str, Any]) -> int:
+    """A sheet's ``gridProperties.columnCount`` (Google's default 26 when absent)."""
+    return int(properties.get("gridProperties", {}).get("columnCount", DEFAULT_COLUMN_COUNT))
 
 
 def _format_requests(gid: int, formats: Mapping[int, tuple[str, str]]) -> list[dict[str, Any]]:

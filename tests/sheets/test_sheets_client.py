@@ -65,10 +65,14 @@ def test_a_first_write_reads_once_and_writes_its_header_once(client_for, admin):
 
     facts = client.sheet_facts(spreadsheet_id, gid)
     client.write_header(
-        spreadsheet_id, gid, {1: "007", 3: "When", 4: "Count"}, {3: ("DATE", "yyyy-mm-dd")}
+        spreadsheet_id,
+        gid,
+        {1: "007", 3: "When", 4: "Count"},
+        {3: ("DATE", "yyyy-mm-dd")},
+        column_count=facts.column_count,
     )
 
-    assert facts == SheetFacts("It's here", "Asia/Tokyo", ["Mine", "", "x"])
+    assert facts == SheetFacts("It's here", "Asia/Tokyo", ["Mine", "", "x"], column_count=26)
     requests = admin.stats()["requests"]
     assert requests["by_kind"] == {"spreadsheets.getByDataFilter": 1, "spreadsheets.batchUpdate": 1}
     assert (requests["reads"], requests["writes"]) == (1, 1)
@@ -80,6 +84,31 @@ def test_a_first_write_reads_once_and_writes_its_header_once(client_for, admin):
     with pytest.raises(PermanentError) as missing:  # the emulator's 400, as Google's
         client.sheet_facts(spreadsheet_id, 99)
     assert missing.value.status == 400
+
+
+def test_a_header_wider_than_the_tab_widens_it_in_the_same_request(client_for, admin):
+    client = client_for()
+    spreadsheet_id, _ = admin.create_spreadsheet("acct", "Form")
+    admin.batch_update(
+        spreadsheet_id,
+        [
+            {
+                "updateSheetProperties": {
+                    "properties": {"sheetId": 0, "gridProperties": {"columnCount": 2}},
+                    "fields": "gridProperties.columnCount",
+                }
+            }
+        ],
+    )
+    facts = client.sheet_facts(spreadsheet_id, 0)
+    assert facts.column_count == 2
+    admin.reset_stats()
+
+    client.write_header(spreadsheet_id, 0, {0: "A", 1: "B", 2: "C", 3: "D"}, {}, column_count=2)
+
+    assert admin.stats()["requests"]["by_kind"] == {"spreadsheets.batchUpdate": 1}
+    assert admin.sheet_values(spreadsheet_id, 0) == [["A", "B", "C", "D"]]
+    assert client.sheet_grid(spreadsheet_id) == {0: ("Sheet1", 4)}
 
 
 def test_a_dropped_append_surfaces_once_and_is_not_resent(client_for, admin):
