@@ -50,7 +50,6 @@ def columns_for_batch(active: ActiveTab, form: FormLayout) -> FormLayout:
 
 def _check_header(active: ActiveTab, link_id: int) -> None:
     services, key = active.access.services, active.access.key
-    active.title()  # a tab whose title is not known yet: row 1 is read with it
     with services.sessions.begin() as session:
         columns.lock(session, link_id)
         found = columns.column_map(session, link_id)
@@ -84,17 +83,17 @@ def _check_header(active: ActiveTab, link_id: int) -> None:
 
 
 def _first_row(active: ActiveTab) -> tuple[list[str], int]:
-    """Row 1 and the tab's width: as read with the tab's title just before, or by this
-    buffer's previous check if the rate limit cut that one short within a lease (so
-    each try makes progress); else read now, with the title and time zone (one request
-    either way)."""
+    """Row 1 and the tab's width: as read by this buffer's previous check if the rate
+    limit cut that one short within a lease (so each try makes progress), else read now,
+    with the tab's title and time zone (one request: a first write's only read)."""
     access = active.access
     store, key = access.services.store, access.key
     remembered = store.first_row(key, max_age_ms=int(access.services.settings.lease_s * 3000))
-    if remembered is None:
-        facts = active.look_up()  # remembers them too
-        return facts.first_row, facts.column_count
-    return remembered
+    if remembered is not None:
+        return remembered
+    facts = active.look_up()
+    store.remember_first_row(key, facts.first_row, facts.column_count)
+    return facts.first_row, facts.column_count
 
 
 def _write(

@@ -73,7 +73,7 @@ class ActiveTab:
 
     def sheet(self) -> tuple[str, str]:
         """The tab's title and the spreadsheet's time zone ("" if it has none), read
-        together once (with row 1: :meth:`look_up`) and cached."""
+        together once (:meth:`look_up`) and cached."""
         cache = self.access.services.store.sheet_cache(self.access.key)
         if cache.title is not None and cache.time_zone is not None:
             # Looked up this run: a 400 then is not a renamed tab's stale title.
@@ -83,19 +83,18 @@ class ActiveTab:
         return facts.title, facts.time_zone or ""
 
     def look_up(self) -> SheetFacts:
-        """The tab's title, the spreadsheet's time zone and the tab's row 1, in one read.
-        The title and time zone are cached; row 1 too while the header is unchecked
-        (the header check, next, then needs no read of its own)."""
+        """The tab's title, the spreadsheet's time zone, and the tab's row 1 and width,
+        in one read; the title and time zone are cached. (The header check looks up
+        through here, under the link's lock, so a first write reads once.)"""
         access = self.access
-        store, key = access.services.store, access.key
         access.renew()
-        facts = access.client.sheet_facts(key.spread_sheet_id, self.tab.gid)
+        facts = access.client.sheet_facts(access.key.spread_sheet_id, self.tab.gid)
         self._looked_up = True
         self.title_from_cache = False
         access.tally.requests.append("spreadsheets.getByDataFilter")
-        store.remember_sheet(key, title=facts.title, time_zone=facts.time_zone or "")
-        if not store.sheet_cache(key).header_ok:
-            store.remember_first_row(key, facts.first_row, facts.column_count)
+        access.services.store.remember_sheet(
+            access.key, title=facts.title, time_zone=facts.time_zone or ""
+        )
         return facts
 
     def title_of(self, gid: int | None) -> str:
