@@ -270,13 +270,14 @@ def bench_burst(stack: Stack, total: int = 10_000) -> None:
     print(
         f"burst of {total:,} answers to one sheet (pushed in {pushed:.1f} s, all rows in "
         f"{elapsed:.1f} s): {kinds.get('values.append', 0)} append requests (target ≤ 3), "
-        f"{kinds.get('values.get', 0)} header read (target ≤ 1), "
-        f"{kinds.get('spreadsheets.get', 0)} sheet-title read"
+        f"{kinds.get('spreadsheets.getByDataFilter', 0)} read of the title, zone and "
+        f"header (target ≤ 1), {kinds.get('spreadsheets.batchUpdate', 0)} header write"
     )
 
 
 def bench_backlog(stack: Stack, answers: int = 50_000, sheets: int = 10) -> None:
-    """A backlog over the rate limit: requests per window against the limit, and 429s."""
+    """A backlog over the rate limit: writes per window against the write limit (reads
+    have windows of their own), and 429s."""
     from sheetsync.buffers.push import push
 
     window, limit, margin = 4.0, 20, 0.1
@@ -314,14 +315,14 @@ def bench_backlog(stack: Stack, answers: int = 50_000, sheets: int = 10) -> None
     wait_for(lambda: _appends(stack) >= appends, timeout=600, interval=0.2)
     stats = stack.admin.stats(times=True)
     landed = sum(stack.rows(link) for _, _, link in targets)
-    times = stats["served_times"]
+    times = stats["served_times_by_access"]["write"]
     gaps, used = limit_used(times, limit, window)
     print(
         f"backlog of {answers:,} answers over {sheets} sheets of one account "
-        f"(window {window:g} s, limit {limit}, margin {margin:g} s): {len(times)} requests in "
-        f"{times[-1] - times[0]:.1f} s; requests {limit} apart are {statistics.mean(gaps):.2f} s "
-        f"apart on average (closest {min(gaps):.2f} s) = {used:.1%} of the limit used "
-        f"(target >= 95%); busiest window {stats['max_in_window']['all']}, "
+        f"(window {window:g} s, limit {limit}, margin {margin:g} s): {len(times)} writes in "
+        f"{times[-1] - times[0]:.1f} s; writes {limit} apart are {statistics.mean(gaps):.2f} s "
+        f"apart on average (closest {min(gaps):.2f} s) = {used:.1%} of the write limit used "
+        f"(target >= 95%); busiest window {stats['max_in_window']['writes']} writes, "
         f"{stats['rate_limited']['total']} x 429 (target 0); {landed:,} rows landed"
     )
 

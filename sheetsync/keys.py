@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Literal
 
 from sheetsync.errors import ValidationError
 
@@ -24,9 +25,13 @@ DUE_INDEX = f"{PREFIX}:due"
 #: STRING set once every job of the buffer index is in the due index (an upgrade from a
 #: version without it fills it once).
 DUE_INDEX_FILLED = f"{PREFIX}:due:filled"
-#: ZSET windows of the rate limiter, one per Google account and one for the project.
-RATE_ACCOUNT = f"{PREFIX}:rate:account:"
-RATE_PROJECT = f"{PREFIX}:rate:project"
+#: The kinds of Sheets request Google counts apart, each in windows of its own.
+RateKind = Literal["read", "write"]
+RATE_KINDS: tuple[RateKind, ...] = ("read", "write")
+#: ZSET windows of the rate limiter, per kind of request: one per Google account
+#: (``sheetsync:rate:<kind>:account:<id>``) and one for the project.
+RATE_READ_PROJECT = f"{PREFIX}:rate:read:project"
+RATE_WRITE_PROJECT = f"{PREFIX}:rate:write:project"
 #: ZSET beside each window: the buffers waiting for a slot, scored by their turn.
 RATE_TICKETS_SUFFIX = ":tickets"
 #: STRING per alert topic, set while a repeat of that alert is held back.
@@ -84,7 +89,7 @@ class BufferKey:
     #: HASH token, epoch, state, promoted, queue, due_at, lease_until, attempts, sent: the
     #: one live task.
     job: str = field(init=False, repr=False, compare=False)
-    #: HASH title, time_zone, header_ok, last_row, seq, and row1 / row1_ms while a
+    #: HASH title, time_zone, header_ok, last_row, seq, and row1 / row1_columns / row1_ms while a
     #: header check waits for the rate limit: outlives jobs so bursts skip re-reads.
     sheet: str = field(init=False, repr=False, compare=False)
     #: LIST of arrival runs, ``<ms>:<count>``, oldest first, trimmed with the list: when
@@ -127,10 +132,14 @@ def is_account_id(text: str) -> bool:
     return _ACCOUNT_ID.fullmatch(text) is not None
 
 
-def rate_account_key(google_account_id: str) -> str:
+def rate_account_key(google_account_id: str, kind: RateKind) -> str:
     if not is_account_id(google_account_id):
         raise ValidationError("a Google account id with characters a key cannot hold")
-    return f"{RATE_ACCOUNT}{google_account_id}"
+    return f"{PREFIX}:rate:{kind}:account:{google_account_id}"
+
+
+def rate_project_key(kind: RateKind) -> str:
+    return RATE_READ_PROJECT if kind == "read" else RATE_WRITE_PROJECT
 
 
 def rate_tickets_key(window_key: str) -> str:

@@ -18,6 +18,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from sheetsync import setting_checks as checks
 from sheetsync.errors import ConfigError
+from sheetsync.keys import RateKind
 
 ENV_PREFIX = "SHEETSYNC_"
 #: ``SHEETSYNC_*`` variables that are read elsewhere, not settings (tests, benchmarks, CLI).
@@ -107,9 +108,24 @@ class Settings(BaseSettings):
     """Longer cells are cut, with a visible marker (Google's limit)."""
 
     rate_limit_per_account: int = Field(60, ge=1)
-    """Sheets requests (reads and writes) per window for one Google account."""
+    """Sheets requests of each kind per window for one Google account: this many reads
+    and, apart, this many writes, as Google counts them (60 a minute each). The default
+    of the four RATE_READ/WRITE_LIMIT_PER_ACCOUNT settings. (Up to 0.1.0 it bounded reads and
+    writes together; one value now gives each kind its own window of that size.)"""
     rate_limit_per_project: int = Field(300, ge=1)
-    """Sheets requests (reads and writes) per window for the whole project."""
+    """Sheets requests of each kind per window for the whole project: this many reads
+    and, apart, this many writes (Google's 300 a minute each). The default of the
+    RATE_READ/WRITE_LIMIT_PER_PROJECT settings."""
+    rate_read_limit_per_account: int | None = Field(None, ge=1)
+    """Read requests (spreadsheets.get, values.get) per window for one Google account;
+    unset: RATE_LIMIT_PER_ACCOUNT."""
+    rate_write_limit_per_account: int | None = Field(None, ge=1)
+    """Write requests (values.append, values.update, spreadsheets.batchUpdate) per window
+    for one Google account; unset: RATE_LIMIT_PER_ACCOUNT."""
+    rate_read_limit_per_project: int | None = Field(None, ge=1)
+    """Read requests per window for the whole project; unset: RATE_LIMIT_PER_PROJECT."""
+    rate_write_limit_per_project: int | None = Field(None, ge=1)
+    """Write requests per window for the whole project; unset: RATE_LIMIT_PER_PROJECT."""
     rate_window_s: float = Field(60.0, gt=0)
     """The sliding window of both rate limits."""
     rate_margin_s: float = Field(0.5, ge=0)
@@ -364,6 +380,14 @@ class Settings(BaseSettings):
                     f"stay below SHEETSYNC_VISIBILITY_TIMEOUT_S ({limit:g} s)"
                 )
         return self
+
+    def rate_limit(self, kind: RateKind, scope: Literal["account", "project"]) -> int:
+        """Requests of ``kind`` per window, for one account or for the project."""
+        specific: int | None = getattr(self, f"rate_{kind}_limit_per_{scope}")
+        if specific is not None:
+            return specific
+        general: int = getattr(self, f"rate_limit_per_{scope}")
+        return general
 
     @property
     def celery_broker_url(self) -> str:

@@ -363,19 +363,24 @@ class BufferStore:
     def forget_sheet(self, key: BufferKey, *fields: str) -> None:
         self.redis.hdel(key.sheet, *fields)
 
-    def remember_first_row(self, key: BufferKey, cells: Sequence[str]) -> None:
-        """Keep row 1 as a header check read it (titles, never answers), so a check cut
-        short by the rate limit goes on without reading it again."""
-        self.remember_sheet(key, row1=json.dumps(list(cells)), row1_ms=self.redis_now_ms())
+    def remember_first_row(self, key: BufferKey, cells: Sequence[str], column_count: int) -> None:
+        """Keep row 1 as a header check read it (titles, never answers) and the tab's
+        width, so a check cut short by the rate limit goes on without reading them again."""
+        self.remember_sheet(
+            key,
+            row1=json.dumps(list(cells)),
+            row1_columns=column_count,
+            row1_ms=self.redis_now_ms(),
+        )
 
-    def first_row(self, key: BufferKey, max_age_ms: int) -> list[str] | None:
-        """Row 1 as remembered, if read less than ``max_age_ms`` ago."""
-        cells, read_ms = self.redis.hmget(key.sheet, "row1", "row1_ms")
-        if cells is None or read_ms is None:
+    def first_row(self, key: BufferKey, max_age_ms: int) -> tuple[list[str], int] | None:
+        """Row 1 and the tab's width as remembered, if read less than ``max_age_ms`` ago."""
+        cells, columns, read_ms = self.redis.hmget(key.sheet, "row1", "row1_columns", "row1_ms")
+        if cells is None or columns is None or read_ms is None:
             return None
         if self.redis_now_ms() - int(read_ms) > max_age_ms:
             return None
-        return [str(cell) for cell in json.loads(cells)]
+        return [str(cell) for cell in json.loads(cells)], int(columns)
 
     def job_state(self, key: BufferKey) -> dict[str, str]:
         return {str(_text(k)): str(_text(v)) for k, v in self.redis.hgetall(key.job).items()}

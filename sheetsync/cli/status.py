@@ -186,12 +186,15 @@ def _render_dead_letters(dead: dict[str, Any]) -> None:
 def _render_limiter(limiter: dict[str, Any]) -> None:
     heading(f"rate limits: requests in the last {limiter['window_s']:g}s")
     grid = table("window", "used", "limit", right=("used", "limit"))
-    project = limiter["project"]
-    grid.add_row("project", str(project["used"]), str(project["limit"]))
+    project, reads = limiter["project"], limiter["project_reads"]
+    grid.add_row("project writes", str(project["used"]), str(project["limit"]))
+    grid.add_row("project reads", str(reads["used"]), str(reads["limit"]))
     # Idle accounts stay out of the table (a busy service has thousands); --json has all.
-    busy = [item for item in limiter["accounts"] if item["used"]]
-    for item in sorted(busy, key=lambda item: -item["used"]):
-        grid.add_row(f"account {item['account']}", str(item["used"]), str(item["limit"]))
+    busy = [item for item in limiter["accounts"] if item["used"] or item["reads"]]
+    for item in sorted(busy, key=lambda item: (-item["used"], -item["reads"])):
+        account = item["account"]
+        grid.add_row(f"account {account} writes", str(item["used"]), str(item["limit"]))
+        grid.add_row(f"account {account} reads", str(item["reads"]), str(item["read_limit"]))
     out.print(grid)
     idle = len(limiter["accounts"]) - len(busy)
     if idle:

@@ -27,7 +27,9 @@ from sheetsync.keys import (
     HEARTBEATS,
     METRICS_EVENTS,
     PREFIX,
-    RATE_PROJECT,
+    RATE_KINDS,
+    RATE_READ_PROJECT,
+    RATE_WRITE_PROJECT,
     BufferKey,
     heartbeat_key,
     rate_account_key,
@@ -57,11 +59,19 @@ class DemoKeys:
         """Whether a key that appeared during the demo is the demo's to remove."""
         if not name.startswith(f"{PREFIX}:"):
             return is_broker_key(name)
-        if name in (RATE_PROJECT, METRICS_EVENTS):  # appeared with the demo: made by it
+        if name in (
+            RATE_READ_PROJECT,
+            RATE_WRITE_PROJECT,
+            METRICS_EVENTS,
+        ):  # appeared with the demo: made by it
             return True
         if any(name.startswith(f"{buffer.base}:") for buffer in self.buffers):
             return True
-        if name in {rate_account_key(account) for account in self.google_accounts}:
+        if name in {
+            rate_account_key(account, kind)
+            for account in self.google_accounts
+            for kind in RATE_KINDS
+        }:
             return True
         if name.startswith(ALERTED):
             return any(buffer.base in name for buffer in self.buffers)

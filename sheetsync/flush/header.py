@@ -4,21 +4,22 @@
 :func:`columns_for_batch` runs before every batch is built. In the steady state (the
 map settled, and the sheet cache says row 1 was checked) it costs one SELECT and no
 Sheets request. Otherwise, holding the link's row lock (so concurrent flushes of one
-link change its map one at a time), it reads row 1, matches the map against it
-(:func:`sheetsync.flush.columns.plan_header`), writes the titles that are missing and
-the number formats of new date columns, and only then records the map: a crash between
-the writes and the record repeats idempotent writes, and the next check adopts titles
-it finds already written. A row 1 that cannot be matched pauses the link, with an
-alert, and nothing is written.
+link change its map one at a time), it reads row 1 (with the tab's title and time zone,
+in one request: :meth:`sheetsync.flush.sheet.ActiveTab.look_up`), matches the map
+against it (:func:`sheetsync.flush.columns.plan_header`), writes the titles that are
+missing and the number formats of new date columns in one ``batchUpdate``, and only then
+records the map: a crash between the write and the record repeats an idempotent write,
+and the next check adopts titles it finds already written. A row 1 that cannot be
+matched pauses the link, with an alert, and nothing is written.
 
-:func:`write_header` writes a link's whole header to a given tab (a new tab after a
-roll-over).
+:func:`write_header` writes a link's whole header, with its formats, to a given tab (a
+new tab after a roll-over), in one ``batchUpdate`` too.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from sqlalchemy.orm import Session
 
@@ -29,7 +30,7 @@ from sheetsync.flush.columns import HeaderPlan, LinkPaused
 from sheetsync.flush.layout import FormLayout
 from sheetsync.flush.sheet import ActiveTab
 from sheetsync.models import SheetColumn
-from sheetsync.sheets.client import SheetsClient, quote_title
+from sheetsync.sheets.client import SheetsClient
 
 log = logging.getLogger(__name__)
 
@@ -49,18 +50,17 @@ def columns_for_batch(active: ActiveTab, form: FormLayout) -> FormLayout:
 
 def _check_header(active: ActiveTab, link_id: int) -> None:
     services, key = active.access.services, active.access.key
-    title = active.title()
     with services.sessions.begin() as session:
         columns.lock(session, link_id)
         found = columns.column_map(session, link_id)
-        first_row = _first_row(active, title)
+        first_row, column_count = _first_row(active)
         plan = columns.plan_header(first_row, found)
         if plan.problem is None:
-            formatted = _write(active, title, plan, found, first_row)
+            formatted = _write(active, plan, found, first_row, column_count)
             columns.save(session, link_id, plan, formatted)
         else:
             columns.pause(session, link_id, plan.problem)
-    services.store.forget_sheet(key, "row1", "row1_ms")
+    services.store.forget_sheet(key, "row1", "row1_columns", "row1_ms")
     if plan.problem is not None:
         services.store.forget_sheet(key, "header_ok")
         message = (
@@ -82,49 +82,47 @@ def _check_header(active: ActiveTab, link_id: int) -> None:
     services.store.remember_sheet(key, header_ok=1)
 
 
-def _first_row(active: ActiveTab, title: str) -> list[str]:
-    """Row 1: as read by this buffer's previous check if the rate limit cut that one
-    short within a lease (so each try makes progress), else read now."""
+def _first_row(active: ActiveTab) -> tuple[list[str], int]:
+    """Row 1 and the tab's width: as read by this buffer's previous check if the rate
+    limit cut that one short within a lease (so each try makes progress), else read now,
+    with the tab's title and time zone (one request: a first write's only read)."""
     access = active.access
     store, key = access.services.store, access.key
-    cells = store.first_row(key, max_age_ms=int(access.services.settings.lease_s * 3000))
-    if cells is None:
-        access.renew()
-        read = access.client.read_values(key.spread_sheet_id, f"{quote_title(title)}!1:1")
-        access.tally.requests.append("values.get")
-        cells = read[0] if read else []
-        store.remember_first_row(key, cells)
-    return cells
+    remembered = store.first_row(key, max_age_ms=int(access.services.settings.lease_s * 3000))
+    if remembered is not None:
+        return remembered
+    facts = active.look_up()
+    store.remember_first_row(key, facts.first_row, facts.column_count)
+    return facts.first_row, facts.column_count
 
 
 def _write(
     active: ActiveTab,
-    title: str,
     plan: HeaderPlan,
     found: Sequence[SheetColumn],
     first_row: Sequence[str],
+    column_count: int,
 ) -> set[str]:
-    """Write the plan's titles and the missing number formats into the active tab;
-    returns the ids of the columns whose format is now set."""
+    """Write the plan's titles and the missing number formats into the active tab, in
+    one request; returns the ids of the columns whose format is now set."""
     access, key = active.access, active.access.key
     formats = {
         plan.positions[c.question_id]: fmt
         for c in found
         if not c.formatted and (fmt := columns.number_format(c.question_id, c.type))
     }
-    if plan.writes:
+    if plan.writes or formats:
         access.renew()
-        write_cells(access.client, key.spread_sheet_id, title, plan.writes)
-        access.tally.requests.append("values.update")
+        access.client.write_header(
+            key.spread_sheet_id, active.gid, plan.writes, formats, column_count=column_count
+        )
+        access.tally.requests.append("spreadsheets.batchUpdate")
+    if plan.writes:
         written = list(first_row) + [""] * (max(plan.writes) + 1 - len(first_row))
         for index, text in plan.writes.items():
             written[index] = text
-        access.services.store.remember_first_row(key, written)
+        access.services.store.remember_first_row(key, written, max(column_count, len(written)))
         log.info("flush of %s wrote %d header cells", key.base, len(plan.writes))
-    if formats:
-        access.renew()
-        access.client.set_number_formats(key.spread_sheet_id, active.gid, formats)
-        access.tally.requests.append("spreadsheets.batchUpdate")
     return {
         c.question_id
         for c in found
@@ -132,47 +130,24 @@ def _write(
     }
 
 
-def write_cells(
-    client: SheetsClient, spreadsheet_id: str, title: str, cells: Mapping[int, str]
-) -> None:
-    """Write ``{column index: text}`` into row 1, one ``values.update`` per run of
-    adjacent cells (the common cases, a new sheet or new questions, are one run). Every
-    request takes a rate-limit slot (the client's ``acquire``)."""
-    for start, texts in _runs(cells):
-        end = start + len(texts) - 1
-        a1 = f"{quote_title(title)}!{columns.column_letters(start)}1:{columns.column_letters(end)}1"
-        client.update_values(spreadsheet_id, a1, [texts])
-
-
 def write_header(
-    session: Session, client: SheetsClient, link_id: int, spreadsheet_id: str, gid: int, title: str
+    session: Session,
+    client: SheetsClient,
+    link_id: int,
+    spreadsheet_id: str,
+    gid: int,
+    column_count: int,
 ) -> None:
     """Write link ``link_id``'s whole header, with its number formats, into row 1 of tab
-    ``title`` (gid ``gid``): for a new tab that continues the link (a roll-over). Two
-    requests, each through the client's rate limiter; both idempotent."""
+    ``gid`` (``column_count`` wide): for a new tab that continues the link (a roll-over).
+    One ``batchUpdate``, through the client's rate limiter."""
     found = [c for c in columns.column_map(session, link_id) if c.position is not None]
     cells = {c.position: c.written_title or c.title for c in found if c.position is not None}
     if not cells:
         return
-    width = max(cells) + 1
-    client.update_values(
-        spreadsheet_id,
-        f"{quote_title(title)}!A1",
-        [[cells.get(index, "") for index in range(width)]],
-    )
     formats = {
         c.position: fmt
         for c in found
         if c.position is not None and (fmt := columns.number_format(c.question_id, c.type))
     }
-    client.set_number_formats(spreadsheet_id, gid, formats)
-
-
-def _runs(cells: Mapping[int, str]) -> list[tuple[int, list[str]]]:
-    runs: list[tuple[int, list[str]]] = []
-    for index in sorted(cells):
-        if runs and runs[-1][0] + len(runs[-1][1]) == index:
-            runs[-1][1].append(cells[index])
-        else:
-            runs.append((index, [cells[index]]))
-    return runs
+    client.write_header(spreadsheet_id, gid, cells, formats, column_count=column_count)

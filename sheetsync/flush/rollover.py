@@ -95,9 +95,9 @@ class Rollover:
         assert header is not None, "fit() runs before any append"
         access, key, link_id = self.access, self.access.key, self.active.tab.link_id
         access.renew()
-        titles = access.client.sheet_titles(key.spread_sheet_id)
+        grid = access.client.sheet_grid(key.spread_sheet_id)
         access.tally.requests.append("spreadsheets.get")
-        base = titles.get(key.sheet_id)
+        base = grid[key.sheet_id][0] if key.sheet_id in grid else None
         if base is None:
             raise PermanentError(
                 f"sheet gid {key.sheet_id} not found in spreadsheet {key.spread_sheet_id}",
@@ -105,16 +105,16 @@ class Rollover:
             )
         number = self.active.tab.number + 1
         title = rolled_title(base, number)
-        gid = next((g for g, t in titles.items() if t == title), None)
+        gid, columns = next(((g, c) for g, (t, c) in grid.items() if t == title), (None, 0))
         if gid is None:
-            gid = self._add_tab(title, header)
+            gid, columns = self._add_tab(title, header), max(len(header), 1)
         else:
             log.info("link of %s: tab %r exists already; continuing there", key.base, title)
         # The map's number formats, as on tab 1; also for a tab a run made before it died
-        # (both requests are idempotent).
+        # (the request is idempotent).
         with access.services.sessions() as session:
-            write_header(session, access.client, link_id, key.spread_sheet_id, gid, title)
-        access.tally.requests += ["values.update", "spreadsheets.batchUpdate"]
+            write_header(session, access.client, link_id, key.spread_sheet_id, gid, columns)
+        access.tally.requests.append("spreadsheets.batchUpdate")
         with access.services.sessions.begin() as session:
             session.execute(
                 update(SpreadSheet)

@@ -16,7 +16,7 @@ from sheetsync.flush.outcomes import Tally
 from sheetsync.keys import BufferKey
 from sheetsync.models import SpreadSheet
 from sheetsync.services import Services
-from sheetsync.sheets.client import SheetsClient
+from sheetsync.sheets.client import SheetFacts, SheetsClient
 
 #: The sheet cache field that says which tab number the cached title belongs to.
 CACHE_TAB_FIELD = "tab"
@@ -73,21 +73,29 @@ class ActiveTab:
 
     def sheet(self) -> tuple[str, str]:
         """The tab's title and the spreadsheet's time zone ("" if it has none), read
-        together once and cached."""
-        access = self.access
-        store = access.services.store
-        cache = store.sheet_cache(access.key)
+        together once (:meth:`look_up`) and cached."""
+        cache = self.access.services.store.sheet_cache(self.access.key)
         if cache.title is not None and cache.time_zone is not None:
             # Looked up this run: a 400 then is not a renamed tab's stale title.
             self.title_from_cache = not self._looked_up
             return cache.title, cache.time_zone
+        facts = self.look_up()
+        return facts.title, facts.time_zone or ""
+
+    def look_up(self) -> SheetFacts:
+        """The tab's title, the spreadsheet's time zone, and the tab's row 1 and width,
+        in one read; the title and time zone are cached. (The header check looks up
+        through here, under the link's lock, so a first write reads once.)"""
+        access = self.access
         access.renew()
-        title, time_zone = access.client.sheet_info(access.key.spread_sheet_id, self.tab.gid)
+        facts = access.client.sheet_facts(access.key.spread_sheet_id, self.tab.gid)
         self._looked_up = True
         self.title_from_cache = False
-        access.tally.requests.append("spreadsheets.get")
-        store.remember_sheet(access.key, title=title, time_zone=time_zone or "")
-        return title, time_zone or ""
+        access.tally.requests.append("spreadsheets.getByDataFilter")
+        access.services.store.remember_sheet(
+            access.key, title=facts.title, time_zone=facts.time_zone or ""
+        )
+        return facts
 
     def title_of(self, gid: int | None) -> str:
         """The title of tab ``gid``: this one's, or another's read now (an intent's

@@ -119,20 +119,27 @@ DEFINITIONS = (
         ("status", "reason"),
     ),
     Definition(DEAD_LETTERS_DUE, "gauge", "database", "PENDING dead letters due for a retry."),
-    Definition(LIMITER_PROJECT_USED, "gauge", "database", "Requests in the project's rate window."),
-    Definition(LIMITER_PROJECT_LIMIT, "gauge", "database", "The project's limit per window."),
+    Definition(
+        LIMITER_PROJECT_USED,
+        "gauge",
+        "database",
+        "Write requests (appends, header writes) in the project's rate window.",
+    ),
+    Definition(LIMITER_PROJECT_LIMIT, "gauge", "database", "The project's write limit per window."),
     Definition(
         LIMITER_ACCOUNT_USED_MAX,
         "gauge",
         "database",
-        "The busiest Google account's requests in its window.",
+        "The busiest Google account's write requests in its window.",
     ),
-    Definition(LIMITER_ACCOUNT_LIMIT, "gauge", "database", "The limit of one account per window."),
+    Definition(
+        LIMITER_ACCOUNT_LIMIT, "gauge", "database", "The write limit of one account per window."
+    ),
     Definition(
         LIMITER_ACCOUNTS,
         "gauge",
         "database",
-        "Google accounts by use of their limit: idle, under_50, under_90, under_100, full.",
+        "Google accounts by use of their write limit: idle, under_50, under_90, under_100, full.",
         ("use",),
     ),
     Definition(

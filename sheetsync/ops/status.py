@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from sheetsync.errors import ValidationError
-from sheetsync.keys import BUFFER_INDEX, BufferKey, is_account_id, rate_account_key
+from sheetsync.keys import BUFFER_INDEX, BufferKey, RateKind, is_account_id, rate_account_key
 from sheetsync.models import (
     CredentialStatus,
     DeadLetter,
@@ -200,26 +200,42 @@ def collect_credentials(services: Services) -> dict[str, int]:
 
 
 def collect_limiter(services: Services) -> dict[str, Any]:
+    """The limiter's windows: writes (what appends wait for) under ``project`` and
+    ``accounts[].used``, reads beside them (Google counts the two apart)."""
     limiter = services.limiter
-    project = limiter.usage()
+    project = limiter.usage(kind="write")
+    project_reads = limiter.usage(kind="read")
     with services.sessions() as session:
         stored = set(session.scalars(select(GoogleCredential.google_account_id)))
     accounts = sorted(account for account in stored if is_account_id(account))  # no window else
-    used = _account_use(services, accounts)
-    limit = services.settings.rate_limit_per_account
+    writes = _account_use(services, accounts, "write")
+    reads = _account_use(services, accounts, "read")
+    settings = services.settings
+    limit, read_limit = (
+        settings.rate_limit("write", "account"),
+        settings.rate_limit("read", "account"),
+    )
     return {
-        "window_s": services.settings.rate_window_s,
+        "window_s": settings.rate_window_s,
         "project": {"used": project.used, "limit": project.limit},
+        "project_reads": {"used": project_reads.used, "limit": project_reads.limit},
         "accounts": [
-            {"account": account, "used": count, "limit": limit}
-            for account, count in zip(accounts, used, strict=True)
+            {
+                "account": account,
+                "used": count,
+                "limit": limit,
+                "reads": read,
+                "read_limit": read_limit,
+            }
+            for account, count, read in zip(accounts, writes, reads, strict=True)
         ],
     }
 
 
-def _account_use(services: Services, accounts: Sequence[str]) -> list[int]:
-    """Requests in each account's current window, as ``RateLimiter.usage`` counts them,
-    but pipelined: one round trip per thousand accounts instead of two per account."""
+def _account_use(services: Services, accounts: Sequence[str], kind: RateKind) -> list[int]:
+    """Requests of ``kind`` in each account's current window, as ``RateLimiter.usage``
+    counts them, but pipelined: one round trip per thousand accounts instead of two per
+    account."""
     if not accounts:
         return []
     seconds, micros = services.redis.time()
@@ -228,6 +244,6 @@ def _account_use(services: Services, accounts: Sequence[str]) -> list[int]:
     for start in range(0, len(accounts), PIPELINE_CHUNK):
         pipe = services.redis.pipeline(transaction=False)
         for account in accounts[start : start + PIPELINE_CHUNK]:
-            pipe.zcount(rate_account_key(account), since, "+inf")
+            pipe.zcount(rate_account_key(account, kind), since, "+inf")
         counts.extend(int(n) for n in pipe.execute())
     return counts

@@ -25,6 +25,7 @@ import httplib2
 from googleapiclient.discovery import Resource, build
 
 from sheetsync.errors import ConfigError, CredentialError, PermanentError
+from sheetsync.keys import RateKind
 from sheetsync.metrics import events
 from sheetsync.settings import Settings, get_settings
 from sheetsync.sheets.google_errors import translate_error
@@ -34,10 +35,13 @@ from sheetsync.sheets.transport import SingleShotHttp
 SHEETS_SCOPE = "https://www.googleapis.com/auth/spreadsheets"
 _ROW_RANGE = re.compile(r"![A-Z]+(?P<first>\d+)(?::[A-Z]+(?P<last>\d+))?$")
 
-Acquire = Callable[[], None]
+#: Takes a rate-limit slot of the given kind (``"read"`` or ``"write"``) for a request.
+Acquire = Callable[[RateKind], None]
+#: A new sheet's width, when a reply leaves it out.
+DEFAULT_COLUMN_COUNT = 26
 
 
-def _no_limit() -> None:
+def _no_limit(kind: RateKind) -> None:
     return None
 
 
@@ -49,6 +53,28 @@ class AppendResult:
     updated_range: str
     first_row: int | None
     last_row: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class SheetFacts:
+    """What a first write needs to know of its tab, read in one request."""
+
+    title: str
+    #: The spreadsheet's time zone; None when Google gives none.
+    time_zone: str | None
+    #: Row 1 as text (formatted values), trailing empty cells left out, as values.get.
+    first_row: list[str]
+    #: The tab's grid width: a header write beyond it adds columns first.
+    column_count: int
+
+
+#: The fields of a :meth:`SheetsClient.sheet_facts` reply.
+_FACTS_FIELDS = (
+    "properties.timeZone,sheets(properties(sheetId,title,gridProperties.columnCount),"
+    "data.rowData.values.formattedValue)"
+)
+#: The fields of a :meth:`SheetsClient.sheet_grid` reply.
+_GRID_FIELDS = "sheets.properties(sheetId,title,gridProperties.columnCount)"
 
 
 def quote_title(title: str) -> str:
@@ -150,70 +176,108 @@ class SheetsClient:
 
     def sheet_titles(self, spreadsheet_id: str) -> dict[int, str]:
         """``{gid: title}`` of every sheet in the spreadsheet (one read)."""
-        return self._sheet_properties(spreadsheet_id)[0]
+        return {gid: title for gid, (title, _) in self.sheet_grid(spreadsheet_id).items()}
 
     def sheet_title(self, spreadsheet_id: str, gid: int) -> str:
         """The title of sheet ``gid`` (one read); a missing sheet is permanent."""
-        return self.sheet_info(spreadsheet_id, gid)[0]
-
-    def sheet_info(self, spreadsheet_id: str, gid: int) -> tuple[str, str | None]:
-        """The title of sheet ``gid`` and the spreadsheet's time zone (None when Google
-        gives none), in one read; a missing sheet is permanent."""
-        titles, time_zone = self._sheet_properties(spreadsheet_id)
-        title = titles.get(gid)
+        title = self.sheet_titles(spreadsheet_id).get(gid)
         if title is None:
             raise PermanentError(
                 f"sheet gid {gid} not found in spreadsheet {spreadsheet_id}", status=400
             )
-        return title, time_zone
+        return title
 
-    def _sheet_properties(self, spreadsheet_id: str) -> tuple[dict[int, str], str | None]:
-        request = self._sheets.get(
+    def sheet_facts(self, spreadsheet_id: str, gid: int) -> SheetFacts:
+        """The title of sheet ``gid``, the spreadsheet's time zone and the tab's row 1,
+        in one read: ``spreadsheets.getByDataFilter`` selects row 1 of the tab by its gid
+        (``spreadsheets.get`` could only name it by the title it is asked for). A missing
+        sheet is permanent."""
+        request = self._sheets.getByDataFilter(
             spreadsheetId=spreadsheet_id,
-            fields="properties.timeZone,sheets.properties(sheetId,title)",
+            fields=_FACTS_FIELDS,
+            body={
+                "dataFilters": [
+                    {"gridRange": {"sheetId": gid, "startRowIndex": 0, "endRowIndex": 1}}
+                ]
+            },
         )
         body = self._execute(request, write=False)
-        titles = {
-            int(sheet["properties"]["sheetId"]): str(sheet["properties"]["title"])
-            for sheet in body.get("sheets", [])
-        }
-        time_zone = body.get("properties", {}).get("timeZone")
-        return titles, str(time_zone) if time_zone else None
-
-    def update_values(
-        self, spreadsheet_id: str, a1_range: str, rows: Sequence[Sequence[str]]
-    ) -> None:
-        """Write cells RAW at a range (one write): text stays text. Idempotent."""
-        request = self._values.update(
-            spreadsheetId=spreadsheet_id,
-            range=a1_range,
-            valueInputOption="RAW",
-            body={"values": rows},
+        for sheet in body.get("sheets", []):
+            properties = sheet.get("properties", {})
+            if int(properties.get("sheetId", 0)) != gid:  # protobuf omits a 0
+                continue
+            row: list[str] = []
+            for data in sheet.get("data", [])[:1]:
+                for row_data in data.get("rowData", [])[:1]:
+                    row = [
+                        str(cell.get("formattedValue", "")) for cell in row_data.get("values", [])
+                    ]
+            while row and not row[-1]:
+                row.pop()
+            time_zone = body.get("properties", {}).get("timeZone")
+            return SheetFacts(
+                title=str(properties["title"]),
+                time_zone=str(time_zone) if time_zone else None,
+                first_row=row,
+                column_count=_column_count(properties),
+            )
+        raise PermanentError(
+            f"sheet gid {gid} not found in spreadsheet {spreadsheet_id}", status=400
         )
-        self._execute(request, write=True)
 
-    def set_number_formats(
-        self, spreadsheet_id: str, gid: int, formats: Mapping[int, tuple[str, str]]
+    def sheet_grid(self, spreadsheet_id: str) -> dict[int, tuple[str, int]]:
+        """``{gid: (title, column count)}`` of every sheet in the spreadsheet (one read)."""
+        request = self._sheets.get(spreadsheetId=spreadsheet_id, fields=_GRID_FIELDS)
+        body = self._execute(request, write=False)
+        grid: dict[int, tuple[str, int]] = {}
+        for sheet in body.get("sheets", []):
+            properties = sheet["properties"]
+            grid[int(properties.get("sheetId", 0))] = (
+                str(properties["title"]),
+                _column_count(properties),
+            )
+        return grid
+
+    def write_header(
+        self,
+        spreadsheet_id: str,
+        gid: int,
+        cells: Mapping[int, str],
+        formats: Mapping[int, tuple[str, str]],
+        *,
+        column_count: int,
     ) -> None:
-        """Set ``{column index: (type, pattern)}`` number formats below row 1, in one
-        ``batchUpdate`` of ``repeatCell`` requests. Idempotent."""
-        requests = [
-            {
-                "repeatCell": {
-                    "range": {
+        """Write ``{column index: text}`` into row 1 of sheet ``gid`` as text and set
+        ``{column index: (type, pattern)}`` number formats below row 1, in one
+        ``batchUpdate`` (``updateCells`` per run of adjacent cells, ``repeatCell`` per
+        format), which Google applies whole or not at all. ``updateCells`` never widens
+        a grid (``values.update`` did), so a header wider than ``column_count`` (the
+        tab's width as just read) starts with an ``appendDimension`` of the columns
+        missing. Idempotent but for that: a retry after a lost reply may add them twice
+        (empty columns at the right, nothing moves)."""
+        wanted = max([*cells, *formats], default=-1) + 1
+        requests: list[dict[str, Any]] = []
+        if wanted > column_count:
+            requests.append(
+                {
+                    "appendDimension": {
                         "sheetId": gid,
-                        "startRowIndex": 1,
-                        "startColumnIndex": column,
-                        "endColumnIndex": column + 1,
-                    },
-                    "cell": {
-                        "userEnteredFormat": {"numberFormat": {"type": kind, "pattern": pattern}}
-                    },
-                    "fields": "userEnteredFormat.numberFormat",
+                        "dimension": "COLUMNS",
+                        "length": wanted - column_count,
+                    }
+                }
+            )
+        requests += [
+            {
+                "updateCells": {
+                    "start": {"sheetId": gid, "rowIndex": 0, "columnIndex": start},
+                    "rows": [{"values": [{"userEnteredValue": {"stringValue": t}} for t in texts]}],
+                    "fields": "userEnteredValue",
                 }
             }
-            for column, (kind, pattern) in sorted(formats.items())
+            for start, texts in _runs(cells)
         ]
+        requests += _format_requests(gid, formats)
         if requests:
             request = self._sheets.batchUpdate(
                 spreadsheetId=spreadsheet_id, body={"requests": requests}
@@ -296,7 +360,7 @@ class SheetsClient:
         return self._execute(self._sheets.create(body=body), write=True)
 
     def _execute(self, request: Any, *, write: bool) -> dict[str, Any]:
-        self._acquire()
+        self._acquire("write" if write else "read")
         transport: SingleShotHttp = self._http.http
         transport.deadline = self.deadline
         kind = str(getattr(request, "methodId", None) or "unknown").removeprefix("sheets.")
@@ -313,3 +377,38 @@ class SheetsClient:
             transport.deadline = None
         events.sheets_request(kind)
         return result
+
+
+def _column_count(properties: Mapping[str, Any]) -> int:
+    """A sheet's ``gridProperties.columnCount`` (Google's default 26 when absent)."""
+    return int(properties.get("gridProperties", {}).get("columnCount", DEFAULT_COLUMN_COUNT))
+
+
+def _format_requests(gid: int, formats: Mapping[int, tuple[str, str]]) -> list[dict[str, Any]]:
+    """A ``repeatCell`` per ``{column index: (type, pattern)}``, below row 1."""
+    return [
+        {
+            "repeatCell": {
+                "range": {
+                    "sheetId": gid,
+                    "startRowIndex": 1,
+                    "startColumnIndex": column,
+                    "endColumnIndex": column + 1,
+                },
+                "cell": {"userEnteredFormat": {"numberFormat": {"type": kind, "pattern": pattern}}},
+                "fields": "userEnteredFormat.numberFormat",
+            }
+        }
+        for column, (kind, pattern) in sorted(formats.items())
+    ]
+
+
+def _runs(cells: Mapping[int, str]) -> list[tuple[int, list[str]]]:
+    """``{column index: text}`` as runs of adjacent cells: ``[(first index, texts)]``."""
+    runs: list[tuple[int, list[str]]] = []
+    for index in sorted(cells):
+        if runs and runs[-1][0] + len(runs[-1][1]) == index:
+            runs[-1][1].append(cells[index])
+        else:
+            runs.append((index, [cells[index]]))
+    return runs

@@ -1,7 +1,9 @@
 """Strict sliding-window rate limits for Sheets requests (docs/ARCHITECTURE.md, "Limits").
 
-Two windows guard every request: the Google account's (60 per 60 s) and the project's
-(300 per 60 s). Both are taken in one Lua script (``lua/rate_take.lua``): the `limits`
+Google counts reads and writes apart, and so do we: every request is a read or a write,
+and two windows of its kind guard it, the Google account's (60 per 60 s) and the
+project's (300 per 60 s), so a header read never takes an append's slot. Both windows
+are taken in one Lua script (``lua/rate_take.lua``): the `limits`
 library's moving window takes one limit per call, so a refusal by the second limit
 would waste the slot already taken from the first. A buffer that must wait gets a
 ticket, the time its turn comes, so waiting buffers wake one per slot rather than all
@@ -23,7 +25,7 @@ from typing import Any, ClassVar, NamedTuple
 import redis
 
 from sheetsync.errors import RateLimited
-from sheetsync.keys import RATE_PROJECT, rate_account_key, rate_tickets_key
+from sheetsync.keys import RateKind, rate_account_key, rate_project_key, rate_tickets_key
 from sheetsync.lua.contract import Arg, Key, Script, Scripts
 from sheetsync.settings import Settings
 
@@ -48,7 +50,8 @@ class RateAnswer(NamedTuple):
 
 @dataclass(slots=True, kw_only=True)
 class RateTake(Script[RateAnswer]):
-    """One request slot in the account's and the project's windows at once."""
+    """One request slot in the account's and the project's windows (of one kind of
+    request) at once."""
 
     SCRIPT: ClassVar[str] = "rate_take"
     account_window: Key
@@ -78,7 +81,8 @@ class WindowUse:
 
 
 class RateLimiter:
-    """Per-account and per-project windows in Redis, shared by every worker."""
+    """Per-account and per-project windows, for reads and for writes, in Redis, shared
+    by every worker."""
 
     def __init__(self, client: redis.Redis, settings: Settings, scripts: Scripts | None = None):
         self.redis = client
@@ -87,14 +91,19 @@ class RateLimiter:
         self.window_ms = int((settings.rate_window_s + settings.rate_margin_s) * 1000)
 
     def take(
-        self, google_account_id: str, *, max_wait_s: float = 0.0, waiter: str = NO_WAITER
+        self,
+        google_account_id: str,
+        kind: RateKind = "write",
+        *,
+        max_wait_s: float = 0.0,
+        waiter: str = NO_WAITER,
     ) -> None:
-        """Take one slot in both windows for a request about to be sent, waiting up to
+        """Take one slot in both windows of ``kind`` for a request about to be sent, waiting up to
         ``max_wait_s`` for it; else raise :class:`RateLimited` with the wait. A
         ``waiter`` (a buffer) uses the slot it reserved, and one it cannot wait for
         stays reserved for it."""
         while True:
-            answer = self._call(google_account_id, waiter, Mode.TAKE, max_wait_s)
+            answer = self._call(google_account_id, kind, waiter, Mode.TAKE, max_wait_s)
             wait_s = answer.wait_ms / 1000
             if answer.taken:
                 if wait_s > 0:
@@ -102,33 +111,36 @@ class RateLimiter:
                 return
             if wait_s > max_wait_s:
                 raise RateLimited(
-                    f"rate limit reached for account {google_account_id}",
+                    f"{kind} rate limit reached for account {google_account_id}",
                     retry_after_s=wait_s,
                 )
             time.sleep(max(wait_s - max_wait_s, 0.001))
 
     def reserve(self, google_account_id: str, waiter: str) -> float:
-        """Seconds until ``waiter`` (a buffer) may send its next request; 0 when a slot is
+        """Seconds until ``waiter`` (a buffer) may send its next write (an append); 0 when a slot is
         free now. A later slot is reserved for it, so each waiting buffer wakes at a
         slot of its own (no herd). Takes nothing when a slot is free now.
 
         A flush asks before it builds a batch, so a rate-limited run reschedules to its
         slot without hydrating, decrypting and building rows it cannot send yet.
         """
-        answer = self._call(google_account_id, waiter, Mode.RESERVE, 0.0)
+        answer = self._call(google_account_id, "write", waiter, Mode.RESERVE, 0.0)
         return max(answer.wait_ms, 0) / 1000
 
-    def _call(self, google_account_id: str, waiter: str, mode: Mode, lead_s: float) -> RateAnswer:
-        account = rate_account_key(google_account_id)
+    def _call(
+        self, google_account_id: str, kind: RateKind, waiter: str, mode: Mode, lead_s: float
+    ) -> RateAnswer:
+        account = rate_account_key(google_account_id, kind)
+        project = rate_project_key(kind)
         return self._scripts.run(
             RateTake(
                 account_window=account,
-                project_window=RATE_PROJECT,
+                project_window=project,
                 account_tickets=rate_tickets_key(account),
-                project_tickets=rate_tickets_key(RATE_PROJECT),
+                project_tickets=rate_tickets_key(project),
                 window_ms=self.window_ms,
-                account_limit=self.settings.rate_limit_per_account,
-                project_limit=self.settings.rate_limit_per_project,
+                account_limit=self.settings.rate_limit(kind, "account"),
+                project_limit=self.settings.rate_limit(kind, "project"),
                 member=uuid.uuid4().hex,
                 waiter=waiter,
                 mode=mode,
@@ -142,14 +154,14 @@ class RateLimiter:
     ) -> _Acquire:
         return _Acquire(self, google_account_id, max_wait_s, waiter)
 
-    def usage(self, google_account_id: str | None = None) -> WindowUse:
-        """Requests in the current window (the project's when no account is given)."""
-        key = RATE_PROJECT if google_account_id is None else rate_account_key(google_account_id)
-        limit = (
-            self.settings.rate_limit_per_project
-            if google_account_id is None
-            else self.settings.rate_limit_per_account
-        )
+    def usage(self, google_account_id: str | None = None, kind: RateKind = "write") -> WindowUse:
+        """Requests of ``kind`` in the current window (the project's when no account is
+        given)."""
+        if google_account_id is None:
+            key, limit = rate_project_key(kind), self.settings.rate_limit(kind, "project")
+        else:
+            key = rate_account_key(google_account_id, kind)
+            limit = self.settings.rate_limit(kind, "account")
         seconds, micros = self.redis.time()
         now_ms = seconds * 1000 + micros // 1000
         used = int(self.redis.zcount(key, f"({now_ms - self.window_ms}", "+inf"))
@@ -157,7 +169,7 @@ class RateLimiter:
 
 
 class _Acquire:
-    """The zero-argument ``acquire`` hook that :class:`SheetsClient` calls per request."""
+    """The ``acquire`` hook that :class:`SheetsClient` calls per request, with its kind."""
 
     def __init__(
         self, limiter: RateLimiter, google_account_id: str, max_wait_s: float, waiter: str
@@ -167,5 +179,5 @@ class _Acquire:
         self._max_wait_s = max_wait_s
         self._waiter = waiter
 
-    def __call__(self) -> None:
-        self._limiter.take(self._account, max_wait_s=self._max_wait_s, waiter=self._waiter)
+    def __call__(self, kind: RateKind) -> None:
+        self._limiter.take(self._account, kind, max_wait_s=self._max_wait_s, waiter=self._waiter)

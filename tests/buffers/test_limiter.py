@@ -1,5 +1,6 @@
 """The rate limiter (rate_take.lua) against real Redis: both windows or neither, strict
-in every window on Redis's own clock, and reserved slots so waiting buffers do not herd."""
+in every window on Redis's own clock, reserved slots so waiting buffers do not herd, and
+reads and writes counted apart."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ import pytest
 import redis
 
 from sheetsync.errors import RateLimited
-from sheetsync.keys import RATE_PROJECT, rate_account_key
+from sheetsync.keys import RATE_WRITE_PROJECT, rate_account_key
 from sheetsync.settings import Settings
-from sheetsync.sheets.limiter import RateLimiter
+from sheetsync.sheets.limiter import RateLimiter, WindowUse
 
 
 def limiter_for(redis_url: str, **settings: object) -> RateLimiter:
@@ -37,6 +38,50 @@ def test_both_windows_or_neither(redis_url):
     with pytest.raises(RateLimited):
         limiter.take("acct3")  # now the project window is full
     assert limiter.usage("acct3").used == 0
+
+
+def test_reads_and_writes_have_windows_of_their_own(redis_url):
+    limiter = limiter_for(
+        redis_url,
+        rate_window_s=5,
+        rate_margin_s=0,
+        rate_limit_per_account=2,
+        rate_limit_per_project=100,
+    )
+    for _ in range(2):
+        limiter.take("acct", "read")
+    with pytest.raises(RateLimited, match="read rate limit"):
+        limiter.take("acct", "read")
+    # The reads took no write slot: an append still has both of its own.
+    assert limiter.reserve("acct", "buffer") == 0
+    limiter.take("acct", "write", waiter="buffer")
+    limiter.take("acct", "write")
+    with pytest.raises(RateLimited, match="write rate limit"):
+        limiter.take("acct", "write")
+    assert limiter.usage("acct", "read") == WindowUse(used=2, limit=2)
+    assert limiter.usage("acct", "write") == WindowUse(used=2, limit=2)
+    assert limiter.usage(kind="read").used == 2 and limiter.usage(kind="write").used == 2
+
+
+def test_each_kind_and_scope_has_its_own_limit(redis_url):
+    limiter = limiter_for(
+        redis_url,
+        rate_window_s=5,
+        rate_margin_s=0,
+        rate_limit_per_account=50,
+        rate_limit_per_project=50,
+        rate_read_limit_per_account=1,
+        rate_write_limit_per_project=2,
+    )
+    limiter.take("a", "read")
+    with pytest.raises(RateLimited):
+        limiter.take("a", "read")  # the account's read limit, 1
+    limiter.take("b", "read")  # the project's read limit is the general 50
+    limiter.take("a", "write")
+    limiter.take("b", "write")
+    with pytest.raises(RateLimited):
+        limiter.take("c", "write")  # the project's write limit, 2
+    assert limiter.usage("c", "write") == WindowUse(used=0, limit=50)
 
 
 def test_waiting_buffers_each_get_a_turn_of_their_own(redis_url):
@@ -78,7 +123,7 @@ def test_a_turn_taken_late_still_goes_when_the_window_allows(redis_url):
 def recorded_entries(client: redis.Redis, stop: threading.Event) -> dict[bytes, float]:
     """Every entry of the account's window, with its score, sampled until ``stop``."""
     seen: dict[bytes, float] = {}
-    key = rate_account_key("acct")
+    key = rate_account_key("acct", "write")
     while not stop.is_set():
         for member, score in client.zrange(key, 0, -1, withscores=True):
             seen[member] = score
@@ -128,4 +173,4 @@ def test_strict_in_every_window_under_concurrency(redis_url):
     busiest = max(sum(1 for t in scores if start <= t < start + window_ms) for start in scores)
     assert busiest <= limit
     assert len(scores) >= 2 * limit
-    assert client.zcard(RATE_PROJECT) <= 1000
+    assert client.zcard(RATE_WRITE_PROJECT) <= 1000

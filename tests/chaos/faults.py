@@ -208,7 +208,13 @@ class Injector:
     def _google_5xx(self, rng: random.Random) -> str:
         # Mostly one or two; sometimes more than RETRY_MAX in a row (a dead letter).
         count = rng.choice((1, 1, 1, 2, 3, 7))
-        kinds = ("values.append", "values.append", "values.get", "spreadsheets.get", "token")
+        kinds = (
+            "values.append",
+            "values.append",
+            "values.get",
+            "spreadsheets.getByDataFilter",
+            "token",
+        )
         status = rng.choice((500, 502, 503))
         return self._add(rng, kinds, "error", count, status=status)
 

@@ -25,8 +25,9 @@ def test_status_json_shows_buffers_dead_letters_and_limits(cli: Cli) -> None:
     try:
         dispatches = pipeline.store.push([(key, "sheetsync_priority")], ["a_1", "a_2", "a_3"])
         assert len(dispatches) == 1
-        pipeline.limiter.take("acct-1")
-        pipeline.limiter.take("acct-1")
+        pipeline.limiter.take("acct-1", "write")
+        pipeline.limiter.take("acct-1", "write")
+        pipeline.limiter.take("acct-1", "read")
     finally:
         pipeline.close()
 
@@ -61,9 +62,10 @@ def test_status_json_shows_buffers_dead_letters_and_limits(cli: Cli) -> None:
 
     limiter = report["limiter"]
     assert limiter["project"] == {"used": 2, "limit": 300}
+    assert limiter["project_reads"] == {"used": 1, "limit": 300}
     assert limiter["accounts"] == [
-        {"account": "acct-1", "used": 2, "limit": 60},
-        {"account": "acct-idle", "used": 0, "limit": 60},
+        {"account": "acct-1", "used": 2, "limit": 60, "reads": 1, "read_limit": 60},
+        {"account": "acct-idle", "used": 0, "limit": 60, "reads": 0, "read_limit": 60},
     ]
 
 

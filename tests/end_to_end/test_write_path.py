@@ -202,7 +202,7 @@ def test_no_sheets_request_outlives_the_runs_lease(world, pipeline_env, admin):
     [answer_id] = world.answers(form, 1)
     key = BufferKey(form.owner_id, form.submission_id, sheet.spreadsheet_id, sheet.gid)
     emit_answer_submitted(answer_id)
-    admin.add_fault("spreadsheets.get", 1, "hang", seconds=4)
+    admin.add_fault("spreadsheets.getByDataFilter", 1, "hang", seconds=4)
     time.sleep(0.2)  # past FLUSH_IDLE_S: a lone answer, not a burst to wait for
 
     started = time.monotonic()

@@ -11,21 +11,22 @@ from support.waiting import wait_until
 
 from sheetsync import emit_answers_submitted
 from sheetsync.errors import ValidationError
-from sheetsync.keys import RATE_ACCOUNT, is_account_id, rate_account_key, rate_tickets_key
+from sheetsync.keys import PREFIX, is_account_id, rate_account_key, rate_tickets_key
 from sheetsync.models import CredentialStatus, DeadLetterReason, GoogleCredential
 
 
 @pytest.mark.parametrize("account", ["104532948276123456789", "owner@example.com", "google-o_1"])
 def test_plain_ids_name_their_window(account):
     assert is_account_id(account)
-    assert rate_account_key(account) == f"{RATE_ACCOUNT}{account}"
+    assert rate_account_key(account, "write") == f"{PREFIX}:rate:write:account:{account}"
+    assert rate_account_key(account, "read") == f"{PREFIX}:rate:read:account:{account}"
 
 
 @pytest.mark.parametrize("account", ["acct:tickets", "", "a b", "a\nb", "a*", "x" * 255])
 def test_an_id_a_key_cannot_hold_is_refused(account):
     assert not is_account_id(account)
     with pytest.raises(ValidationError, match="characters a key cannot hold"):
-        rate_account_key(account)
+        rate_account_key(account, "write")
 
 
 def test_a_credential_with_a_colliding_id_parks_its_answers_and_touches_no_key(
@@ -54,6 +55,7 @@ def test_a_credential_with_a_colliding_id_parks_its_answers_and_touches_no_key(
     with world.pipeline.sessions() as session:
         assert session.get(GoogleCredential, "forger").status is CredentialStatus.INVALID
         assert session.get(GoogleCredential, "victim").status is CredentialStatus.VALID
-    # The forger's window would have been the victim's tickets key: it holds nothing.
-    victim_tickets = rate_tickets_key(rate_account_key("google-victim"))
-    assert world.pipeline.redis.exists(victim_tickets) == 0
+    # The forger's windows would have been the victim's tickets keys: they hold nothing.
+    for kind in ("read", "write"):
+        victim_tickets = rate_tickets_key(rate_account_key("google-victim", kind))
+        assert world.pipeline.redis.exists(victim_tickets) == 0

@@ -1,8 +1,9 @@
 """The PII canary: a respondent's national id number, quoted back by Google, reaches no sink.
 
 A stub Sheets server answers as Google does: the OAuth token endpoint, spreadsheets.get,
-values.get, and every values.append with an error whose message quotes the request's
-cells (``Invalid values[1][4]: string_value: "<value>"``), as Google's 400s do. A real
+getByDataFilter, values.get, and every values.append with an error whose message quotes
+the request's cells (``Invalid values[1][4]: string_value: "<value>"``), as Google's 400s
+do. A real
 Celery worker flushes answers whose personal info (stored encrypted) is the canary. Then
 the canary is searched for everywhere sheetsync keeps or shows anything: every key and
 value in Redis (buffers and broker), every column of every table, every log record, the
@@ -72,7 +73,7 @@ NOT_FOUND = {
 class StubGoogle:
     """Google's token endpoint and the Sheets calls of a flush, on a free port. Only
     appends are refused: the canary is in rows, never in row 1, so the header's titles
-    and formats (values.update, batchUpdate) are always accepted."""
+    and formats (one batchUpdate) are always accepted."""
 
     def __init__(self) -> None:
         self.appended: list[tuple[str, str]] = []
@@ -98,18 +99,11 @@ class StubGoogle:
                 elif found := APPEND.fullmatch(path):
                     stub.appended.append((found["sid"], body))
                     self.answer(*stub.append(found["sid"], json.loads(body)["values"]))
+                elif path.endswith(":getByDataFilter"):  # the tab's title and row 1
+                    sheet = {"properties": {"sheetId": 0, "title": TAB}, "data": [{}]}
+                    self.answer(200, {"spreadsheetId": path.split("/")[3], "sheets": [sheet]})
                 elif path.endswith(":batchUpdate"):
                     self.answer(200, {"spreadsheetId": path.split("/")[3], "replies": [{}]})
-                else:
-                    self.answer(404, NOT_FOUND)
-
-            def do_PUT(self) -> None:  # values.update: row 1's titles
-                self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                path = unquote(urlsplit(self.path).path)
-                if found := VALUES.fullmatch(path):
-                    self.answer(
-                        200, {"spreadsheetId": found["sid"], "updatedRange": found["range"]}
-                    )
                 else:
                     self.answer(404, NOT_FOUND)
 

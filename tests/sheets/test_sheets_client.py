@@ -15,7 +15,7 @@ from sheetsync.errors import (
     TransientError,
 )
 from sheetsync.settings import Settings
-from sheetsync.sheets.client import SheetsClient, quote_title, row_span
+from sheetsync.sheets.client import SheetFacts, SheetsClient, quote_title, row_span
 
 
 @pytest.fixture
@@ -51,6 +51,64 @@ def test_endpoints_round_trip(client_for, admin):
     assert (second.first_row, second.last_row) == (3, 3)
     assert client.read_values(spreadsheet_id, f"{sheet}!A:B")[1] == ["=1+1", "0012"]
     assert row_span("'S'!A11:F20") == (11, 20)
+
+
+def test_a_first_write_reads_once_and_writes_its_header_once(client_for, admin):
+    client = client_for()
+    spreadsheet_id, gids = admin.create_spreadsheet(
+        "acct", "Form", ["Other", "It's here"], time_zone="Asia/Tokyo"
+    )
+    gid = gids["It's here"]
+    admin.update_values(spreadsheet_id, "'It''s here'!A1:C1", [["Mine", "", "x"]])
+    admin.update_values(spreadsheet_id, "Other!A1", [["not this tab"]])
+    admin.reset_stats()
+
+    facts = client.sheet_facts(spreadsheet_id, gid)
+    client.write_header(
+        spreadsheet_id,
+        gid,
+        {1: "007", 3: "When", 4: "Count"},
+        {3: ("DATE", "yyyy-mm-dd")},
+        column_count=facts.column_count,
+    )
+
+    assert facts == SheetFacts("It's here", "Asia/Tokyo", ["Mine", "", "x"], column_count=26)
+    requests = admin.stats()["requests"]
+    assert requests["by_kind"] == {"spreadsheets.getByDataFilter": 1, "spreadsheets.batchUpdate": 1}
+    assert (requests["reads"], requests["writes"]) == (1, 1)
+    client.append_rows(spreadsheet_id, f"{quote_title(facts.title)}!A:A", [["a", "", "", 45000]])
+    assert admin.sheet_values(spreadsheet_id, gid) == [
+        ["Mine", "007", "x", "When", "Count"],  # RAW text: 007 stays 007
+        ["a", "", "", "2023-03-15"],  # the serial number shown in the column's format
+    ]
+    with pytest.raises(PermanentError) as missing:  # the emulator's 400, as Google's
+        client.sheet_facts(spreadsheet_id, 99)
+    assert missing.value.status == 400
+
+
+def test_a_header_wider_than_the_tab_widens_it_in_the_same_request(client_for, admin):
+    client = client_for()
+    spreadsheet_id, _ = admin.create_spreadsheet("acct", "Form")
+    admin.batch_update(
+        spreadsheet_id,
+        [
+            {
+                "updateSheetProperties": {
+                    "properties": {"sheetId": 0, "gridProperties": {"columnCount": 2}},
+                    "fields": "gridProperties.columnCount",
+                }
+            }
+        ],
+    )
+    facts = client.sheet_facts(spreadsheet_id, 0)
+    assert facts.column_count == 2
+    admin.reset_stats()
+
+    client.write_header(spreadsheet_id, 0, {0: "A", 1: "B", 2: "C", 3: "D"}, {}, column_count=2)
+
+    assert admin.stats()["requests"]["by_kind"] == {"spreadsheets.batchUpdate": 1}
+    assert admin.sheet_values(spreadsheet_id, 0) == [["A", "B", "C", "D"]]
+    assert client.sheet_grid(spreadsheet_id) == {0: ("Sheet1", 4)}
 
 
 def test_a_dropped_append_surfaces_once_and_is_not_resent(client_for, admin):

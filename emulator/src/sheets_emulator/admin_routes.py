@@ -199,9 +199,11 @@ async def stats(request: web.Request) -> web.Response:
     snapshot["quota_usage"] = state.quotas.usage(state.clock())
     if request.query.get("times") == "1":
         # Every served request's time (seconds, the emulator's clock), for benchmarks.
-        snapshot["served_times"] = sorted(
-            state.stats.served_times["read"] + state.stats.served_times["write"]
-        )
+        served = state.stats.served_times
+        snapshot["served_times"] = sorted(served["read"] + served["write"])
+        snapshot["served_times_by_access"] = {
+            access: sorted(times) for access, times in served.items()
+        }
     return json_response(snapshot)
 
 

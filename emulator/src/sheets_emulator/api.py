@@ -18,6 +18,7 @@ from multidict import MultiMapping
 from sheets_emulator.api_errors import ApiError
 from sheets_emulator.batch import batch_update
 from sheets_emulator.faults import ENDPOINTS
+from sheets_emulator.grid_data import get_by_data_filter
 from sheets_emulator.partial import parse_fields
 from sheets_emulator.quotas import Access
 from sheets_emulator.state import EmulatorState, check_time_zone
@@ -33,8 +34,9 @@ from sheets_emulator.values_batch import batch_clear_values, batch_update_values
 API_PREFIX = "/v4/spreadsheets"
 #: spreadsheets.get with grid data: cells with their formats, notes and metadata.
 GRID_DATA_UNSUPPORTED = (
-    "The Sheets API emulator does not serve grid data (includeGridData, sheets.data "
-    "fields): read cell values with values.get or values.batchGet."
+    "The Sheets API emulator does not serve grid data from spreadsheets.get "
+    "(includeGridData, sheets.data fields): read cell values with values.get, "
+    "values.batchGet or spreadsheets.getByDataFilter."
 )
 
 
@@ -87,6 +89,8 @@ def recognise(method: str, raw_path: str) -> Call | None:
             return Call("spreadsheets.get", spreadsheet_id)
         if verb == "batchUpdate" and method == "POST":
             return Call("spreadsheets.batchUpdate", spreadsheet_id)
+        if verb == "getByDataFilter" and method == "POST":
+            return Call("spreadsheets.getByDataFilter", spreadsheet_id)
         return None
     if len(segments) == 2:
         batch = _BATCH_CALLS.get((method, unquote(segments[1])))
@@ -140,6 +144,12 @@ def _names_grid_data(query: MultiMapping[str]) -> bool:
     """Whether ``fields`` asks for ``sheets.data`` (cells with their formats and notes)."""
     sheets = parse_fields(query.get("fields", "")).get("sheets")
     return sheets is not None and "data" in sheets
+
+
+def _get_by_data_filter(call: Call, context: CallContext) -> dict[str, Any]:
+    spreadsheet = context.state.spreadsheet_for(call.spreadsheet_id, context.account)
+    fields = context.query.get("fields", "")
+    return get_by_data_filter(spreadsheet, context.body, context.base_url, fields)
 
 
 def _batch_update(call: Call, context: CallContext) -> dict[str, Any]:
@@ -210,6 +220,7 @@ def _flag(value: str | None) -> bool:
 _HANDLERS: dict[str, Callable[[Call, CallContext], dict[str, Any]]] = {
     "spreadsheets.create": _create,
     "spreadsheets.get": _get,
+    "spreadsheets.getByDataFilter": _get_by_data_filter,
     "spreadsheets.batchUpdate": _batch_update,
     "values.get": _values_get,
     "values.batchGet": _values_batch_get,

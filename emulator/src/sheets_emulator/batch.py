@@ -1,4 +1,4 @@
-"""spreadsheets.batchUpdate: addSheet, deleteSheet, appendCells, the requests that
+"""spreadsheets.batchUpdate: addSheet, deleteSheet, appendCells, updateCells, the requests that
 move cells (deleteDimension, insertDimension, sortRange: :mod:`.grid_requests`) and the
 ones that change properties and formats (updateSheetProperties,
 updateSpreadsheetProperties, repeatCell: :mod:`.property_requests`).
@@ -15,12 +15,15 @@ from typing import Any
 from sheets_emulator.api_errors import ApiError
 from sheets_emulator.cells import CellInput, CellInputError, parse_extended_value
 from sheets_emulator.grid_requests import GRID_HANDLERS
-from sheets_emulator.property_requests import PROPERTY_HANDLERS
+from sheets_emulator.property_requests import CELL_PRESENTATION, PROPERTY_HANDLERS
 from sheets_emulator.request_fields import (
+    FieldMask,
     Reply,
     Undo,
+    grid_box,
     optional_int,
     required_int,
+    restore_point,
     sheet_for,
 )
 from sheets_emulator.sheets import Spreadsheet
@@ -95,7 +98,64 @@ def _delete_sheet(spreadsheet: Spreadsheet, payload: dict[str, Any], undo_log: l
 
 def _append_cells(spreadsheet: Spreadsheet, payload: dict[str, Any], undo_log: list[Undo]) -> Reply:
     sheet = sheet_for(spreadsheet, payload.get("sheetId"))
-    rows = payload.get("rows") or []
+    values = _row_values(payload.get("rows") or [])
+    if not values:
+        return {}
+    saved_rows, saved_grid = len(sheet.rows), (sheet.row_count, sheet.column_count)
+    start_row = len(sheet.rows)
+    width = max(len(row) for row in values)
+    spreadsheet.grow(sheet, start_row + len(values), width)
+
+    def undo() -> None:
+        del sheet.rows[saved_rows:]
+        sheet.row_count, sheet.column_count = saved_grid
+
+    undo_log.append(undo)
+    sheet.write(start_row, 0, values)
+    return {}
+
+
+def _update_cells(spreadsheet: Spreadsheet, payload: dict[str, Any], undo_log: list[Undo]) -> Reply:
+    """Cell values written from ``start`` (a GridCoordinate), or into ``range`` (a
+    GridRange, whose cells the rows leave out are cleared). Within the grid only: an
+    updateCells never grows it. Of the cell, only ``userEnteredValue`` is modelled."""
+    mask = FieldMask.parse(payload.get("fields"), ("userEnteredValue",), CELL_PRESENTATION)
+    values = _row_values(payload.get("rows") or [])
+    start, grid_range = payload.get("start"), payload.get("range")
+    if (start is None) == (grid_range is None):
+        # Approximated wording: Google's for neither or both is not recorded.
+        raise ApiError.invalid_argument("Exactly one of start or range must be set.")
+    if start is not None:
+        if not isinstance(start, dict):
+            raise ApiError.invalid_argument("start must be an object.")
+        top = optional_int(start.get("rowIndex"), "rowIndex") or 0
+        left = optional_int(start.get("columnIndex"), "columnIndex") or 0
+        width = max((len(row) for row in values), default=0)
+        grid_range = {
+            "sheetId": start.get("sheetId"),
+            "startRowIndex": top,
+            "endRowIndex": top + max(len(values), 1),
+            "startColumnIndex": left,
+            "endColumnIndex": left + max(width, 1),
+        }
+    box = grid_box(spreadsheet, grid_range)
+    if len(values) > box.bottom - box.top or any(len(row) > box.right - box.left for row in values):
+        # Approximated wording: Google's for rows larger than the range is not recorded.
+        raise ApiError.invalid_argument("The rows do not fit in the range.")
+    if not mask.has("userEnteredValue"):
+        return {}
+    undo_log.append(restore_point(box.sheet))
+    if payload.get("range") is not None:
+        height, width = box.bottom - box.top, box.right - box.left
+        values = [
+            [*row, *[None] * (width - len(row))] for row in values + [[]] * (height - len(values))
+        ]
+    box.sheet.write(box.top, box.left, values)
+    return {}
+
+
+def _row_values(rows: Any) -> list[list[CellInput]]:
+    """The ``userEnteredValue`` of each CellData of a list of RowData (None: cleared)."""
     if not isinstance(rows, list):
         raise ApiError.invalid_argument("rows must be a list.")
     values: list[list[CellInput]] = []
@@ -114,26 +174,14 @@ def _append_cells(spreadsheet: Spreadsheet, payload: dict[str, Any], undo_log: l
             )
     except CellInputError as error:
         raise ApiError.invalid_argument(str(error)) from error
-    if not values:
-        return {}
-    saved_rows, saved_grid = len(sheet.rows), (sheet.row_count, sheet.column_count)
-    start_row = len(sheet.rows)
-    width = max(len(row) for row in values)
-    spreadsheet.grow(sheet, start_row + len(values), width)
-
-    def undo() -> None:
-        del sheet.rows[saved_rows:]
-        sheet.row_count, sheet.column_count = saved_grid
-
-    undo_log.append(undo)
-    sheet.write(start_row, 0, values)
-    return {}
+    return values
 
 
 _HANDLERS: dict[str, Callable[[Spreadsheet, dict[str, Any], list[Undo]], Reply]] = {
     "addSheet": _add_sheet,
     "deleteSheet": _delete_sheet,
     "appendCells": _append_cells,
+    "updateCells": _update_cells,
     **GRID_HANDLERS,
     **PROPERTY_HANDLERS,
 }

@@ -37,6 +37,8 @@ from sheets_emulator.api_errors import ApiError
 ENDPOINTS: dict[str, str] = {
     "spreadsheets.create": "write",
     "spreadsheets.get": "read",
+    # A POST that changes nothing: Google counts it with the reads.
+    "spreadsheets.getByDataFilter": "read",
     "spreadsheets.batchUpdate": "write",
     "values.get": "read",
     "values.batchGet": "read",

@@ -1,5 +1,5 @@
-"""batchUpdate requests that move cells: deleteDimension, insertDimension, moveDimension
-and sortRange.
+"""batchUpdate requests that move cells or size the grid: deleteDimension,
+insertDimension, appendDimension, moveDimension and sortRange.
 
 Each records an undo (the sheet as it was) so a later failing request of the same batch
 leaves the spreadsheet untouched. Formatting is not modelled, so ``inheritFromBefore``
@@ -14,12 +14,14 @@ from typing import Any
 from sheets_emulator.a1 import MAX_COLUMNS
 from sheets_emulator.api_errors import ApiError
 from sheets_emulator.request_fields import (
+    DIMENSIONS,
     Reply,
     Undo,
     dimension_span,
     grid_box,
     required_int,
     restore_point,
+    sheet_for,
 )
 from sheets_emulator.sheets import Spreadsheet
 from sheets_emulator.sorting import SortSpec, sort_rows
@@ -78,6 +80,34 @@ def insert_dimension(
         sheet.insert_rows(start, count)
     else:
         sheet.insert_columns(start, count)
+    return {}
+
+
+def append_dimension(
+    spreadsheet: Spreadsheet, payload: dict[str, Any], undo_log: list[Undo]
+) -> Reply:
+    """``length`` empty rows or columns at the end of sheet ``sheetId``."""
+    sheet = sheet_for(spreadsheet, payload.get("sheetId"))
+    dimension = payload.get("dimension")
+    if dimension not in DIMENSIONS:
+        # Approximated wording: Google's for DIMENSION_UNSPECIFIED is not recorded.
+        raise ApiError.invalid_argument("dimension must be ROWS or COLUMNS.")
+    length = required_int(payload.get("length", 0), "length")
+    if length < 1:
+        # Approximated wording: Google's for a length of 0 is not recorded.
+        raise ApiError.invalid_argument("length must be greater than 0.")
+    if dimension == "COLUMNS" and sheet.column_count + length > MAX_COLUMNS:
+        raise ApiError.invalid_argument(
+            f"This action would increase the number of columns in the sheet above the "
+            f"limit of {MAX_COLUMNS}."
+        )
+    other_size = sheet.column_count if dimension == "ROWS" else sheet.row_count
+    spreadsheet.check_cell_limit(length * other_size)
+    undo_log.append(restore_point(sheet))
+    if dimension == "ROWS":
+        sheet.insert_rows(sheet.row_count, length)
+    else:
+        sheet.insert_columns(sheet.column_count, length)
     return {}
 
 
@@ -147,6 +177,7 @@ def _check_not_empty(start: int, end: int) -> None:
 GRID_HANDLERS: dict[str, Callable[[Spreadsheet, dict[str, Any], list[Undo]], Reply]] = {
     "deleteDimension": delete_dimension,
     "insertDimension": insert_dimension,
+    "appendDimension": append_dimension,
     "sortRange": sort_range,
     "moveDimension": move_dimension,
 }

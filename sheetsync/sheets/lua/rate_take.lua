@@ -1,5 +1,6 @@
 -- A request slot in two strict sliding windows at once: the Google account's and the
--- project's. Either both are taken or neither (the reason this is not the `limits`
+-- project's, both of the request's kind (reads and writes have windows of their own, as
+-- Google counts them; the caller passes the kind's keys and limits). Either both are taken or neither (the reason this is not the `limits`
 -- library, whose moving window takes one limit per call). Time is the Redis server's.
 --
 -- The windows hold the requests taken, at the time each goes (now, or within the lead),
