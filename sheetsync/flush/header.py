@@ -50,6 +50,10 @@ def columns_for_batch(active: ActiveTab, form: FormLayout) -> FormLayout:
 
 def _check_header(active: ActiveTab, link_id: int) -> None:
     services, key = active.access.services, active.access.key
+    # The owner's token, before the lock: its refresh may wait on Google, and a refused
+    # credential must be parked against the credential this run read, not after a
+    # reconnect that waited for the lock (on SQLite, for the whole database).
+    active.access.client.authorize()
     with services.sessions.begin() as session:
         columns.lock(session, link_id)
         found = columns.column_map(session, link_id)

@@ -359,6 +359,26 @@ class SheetsClient:
         }
         return self._execute(self._sheets.create(body=body), write=True)
 
+    def authorize(self) -> None:
+        """Get an access token now unless a valid one is cached: one request to Google's
+        token endpoint (no Sheets quota). A refused credential raises here, before the
+        caller takes a lock that its Sheets requests would otherwise hold while the
+        token is refreshed."""
+        credentials = self._http.credentials
+        if credentials.valid:
+            return
+        transport: SingleShotHttp = self._http.http
+        transport.deadline = self.deadline
+        try:
+            credentials.refresh(google_auth_httplib2.Request(transport))
+        except Exception as exc:
+            error = translate_error(exc, write=False)
+            if isinstance(error, CredentialError):
+                _credentials.forget(self._refresh_token)
+            raise error from None  # not chained: Google's text stays out (translate_error)
+        finally:
+            transport.deadline = None
+
     def _execute(self, request: Any, *, write: bool) -> dict[str, Any]:
         self._acquire("write" if write else "read")
         transport: SingleShotHttp = self._http.http

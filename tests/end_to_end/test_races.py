@@ -85,7 +85,7 @@ def test_a_reconnect_during_a_run_is_not_undone(world, worker, admin):
     ids = world.answers(form, 5)
     account = f"google-{form.owner_id}"
     admin.revoke(account)  # the owner revoked access...
-    admin.add_fault("token", 1, "hang", seconds=2.0)
+    admin.add_fault("token", 1, "hang", seconds=1.0)  # well inside GOOGLE_TIMEOUT_S (2 s)
     for answer_id in ids:
         emit_answer_submitted(answer_id)
     wait_until(lambda: admin.stats()["faults_fired"], timeout=20)
