@@ -163,7 +163,7 @@ def _one_batch(
             ]
         built = time.perf_counter()
         assert len(rows) == len(batch_ids)
-    pii = {c.question_id for c in layout.columns if c.type is QuestionType.PERSONAL_INFO}
+    pii = {q.question_id for q in layout.questions if q.type is QuestionType.PERSONAL_INFO}
     # Each token with its context (answer, question) built beforehand: the row builder
     # builds them more cheaply (the answer's part once per row), and counts that in build.
     tokens = [
