@@ -15,6 +15,7 @@ BENCHES: tuple[tuple[str, list[str]], ...] = (
     ("bench_pipeline.py", []),
     ("bench_flow.py", []),
     ("bench_scale.py", []),
+    ("bench_quota.py", []),
     ("bench_alternatives.py", []),
 )
 

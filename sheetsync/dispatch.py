@@ -42,16 +42,18 @@ class FlushTask:
     superseded: str | None = None
 
 
+def is_priority_plan(plan: Plan | str | None) -> bool:
+    """Whether an owner's plan pays for priority (its queue, and its weight at Google's
+    quota); FREE and unknown plans do not."""
+    try:
+        return plan is not None and Plan(plan) in _PRIORITY_PLANS
+    except ValueError:
+        return False
+
+
 def queue_for_plan(plan: Plan | str | None) -> str:
     """The flush queue of an owner's plan; FREE and unknown plans share the default."""
-    try:
-        return (
-            QUEUE_PRIORITY
-            if plan is not None and Plan(plan) in _PRIORITY_PLANS
-            else (QUEUE_DEFAULT)
-        )
-    except ValueError:
-        return QUEUE_DEFAULT
+    return QUEUE_PRIORITY if is_priority_plan(plan) else QUEUE_DEFAULT
 
 
 class Dispatcher(Protocol):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from sheetsync.errors import ValidationError
 
@@ -33,7 +33,8 @@ RATE_KINDS: tuple[RateKind, ...] = ("read", "write")
 RATE_READ_PROJECT = f"{PREFIX}:rate:read:project"
 RATE_WRITE_PROJECT = f"{PREFIX}:rate:write:project"
 #: ZSET beside each window: the buffers waiting for a slot, scored by their turn.
-RATE_TICKETS_SUFFIX = ":tickets"
+#: The project's queue of buffers waiting for a slot, per kind: its parts' key names.
+RATE_QUEUE_PARTS = ("queue", "served_tags", "parked", "parked_tags", "expected", "shares")
 #: STRING per alert topic, set while a repeat of that alert is held back.
 ALERTED = f"{PREFIX}:alerted:"
 #: STRING per (owner, notification topic), set while a repeat is held back.
@@ -122,8 +123,8 @@ class BufferKey:
 
 
 #: A Google account id as a key part. Google's are digits; emails and the demo's ids fit
-#: too. Never a ":" (the key separator: account "acct:tickets" would be account "acct"'s
-#: tickets key) nor anything a key name should not carry.
+#: too. Never a ":" (the key separator: account "acct:waiting" would be account "acct"'s
+#: waiting key) nor anything a key name should not carry.
 _ACCOUNT_ID = re.compile(r"[A-Za-z0-9_.@+-]{1,254}")
 
 
@@ -138,12 +139,28 @@ def rate_account_key(google_account_id: str, kind: RateKind) -> str:
     return f"{PREFIX}:rate:{kind}:account:{google_account_id}"
 
 
+def rate_account_waiting_key(google_account_id: str, kind: RateKind) -> str:
+    """The account's buffers waiting at the queue of ``kind``, in turn order."""
+    return f"{rate_account_key(google_account_id, kind)}:waiting"
+
+
 def rate_project_key(kind: RateKind) -> str:
     return RATE_READ_PROJECT if kind == "read" else RATE_WRITE_PROJECT
 
 
-def rate_tickets_key(window_key: str) -> str:
-    return f"{window_key}{RATE_TICKETS_SUFFIX}"
+class RateQueueKeys(NamedTuple):
+    """The keys of one kind's queue at the project's window (sheets/lua/rate_take.lua)."""
+
+    queue: str
+    served_tags: str
+    parked: str
+    parked_tags: str
+    expected: str
+    shares: str
+
+
+def rate_queue_keys(kind: RateKind) -> RateQueueKeys:
+    return RateQueueKeys(*(f"{PREFIX}:rate:{kind}:{part}" for part in RATE_QUEUE_PARTS))
 
 
 def alert_once_key(topic: str) -> str:

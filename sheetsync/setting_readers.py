@@ -86,6 +86,7 @@ READERS: dict[str, Readers] = {
     "rate_write_limit_per_project": {**WRITERS, **OBSERVERS, CLI: f"status, {REPLAY_NOW}"},
     "rate_window_s": {**WRITERS, **OBSERVERS, CLI: f"status, {REPLAY_NOW}"},
     "rate_margin_s": WRITERS,
+    "rate_priority_weight": WRITERS,
     "lease_s": {WORKER: ""},
     "sweep_interval_s": {BEAT: ""},
     "sweep_grace_s": {WORKER: ""},

@@ -128,6 +128,10 @@ class Settings(BaseSettings):
     """Write requests per window for the whole project; unset: RATE_LIMIT_PER_PROJECT."""
     rate_window_s: float = Field(60.0, gt=0)
     """The sliding window of both rate limits."""
+    rate_priority_weight: float = Field(4.0, ge=1, le=1000)
+    """When owners wait for the project's window, a paying owner (PRO, PRO_PLUS,
+    ENTERPRISE) gets this many turns for each turn of a FREE owner: first in line, and
+    never all of it (every waiting account keeps a share)."""
     rate_margin_s: float = Field(0.5, ge=0)
     """Our window is this much longer than Google's: it covers the time between taking
     a slot and the request reaching Google, so spacing survives the trip."""

@@ -114,7 +114,7 @@ def _render_buffers(buffers: dict[str, Any]) -> None:
     heading(f"buffers: {buffers['total']}")
     if buffers["items"]:
         columns = ("owner", "form", "spreadsheet / gid", "depth", "oldest", "job", "seq")
-        grid = table(*columns, "queue", "due / lease", right=("depth",))
+        grid = table(*columns, "queue", "due / lease", "at the quota", right=("depth",))
         for item in buffers["items"]:
             job = item["job"] or {}
             grid.add_row(
@@ -127,6 +127,7 @@ def _render_buffers(buffers: dict[str, Any]) -> None:
                 str(job.get("seq") or "-"),
                 str(job.get("queue") or "-"),
                 _timing(job),
+                quota_place(item.get("quota")),
             )
         out.print(grid)
         if buffers["total"] > buffers["shown"]:
@@ -141,6 +142,18 @@ def _render_buffers(buffers: dict[str, Any]) -> None:
             "malformed buffer index entries",
         )
         hint(f"{skipped} skipped")
+
+
+def quota_place(place: dict[str, Any] | None) -> str:
+    """A buffer's place at Google's quota, in a few words ("-": not waiting)."""
+    if not place:
+        return "-"
+    when = f"in {duration(place['expected_in_s'])}"
+    kind = "read" if place["kind"] == "read" else "write"
+    if place["state"] == "parked":
+        return f"{kind}: its account's window is full, {when}"
+    ahead = "next" if not place["ahead"] else f"{place['ahead']} ahead"
+    return f"{kind}: {ahead}, {when}"
 
 
 def _job_state(job: dict[str, Any]) -> str:

@@ -2,11 +2,11 @@
 through the same collectors (:mod:`sheetsync.ops.status`) once, plus the published
 events (:mod:`sheetsync.metrics.events`).
 
-The limiter is shown per project and, per account, as a distribution: how many accounts
-are idle, under half, under 90 %, under their limit, or at it, and the busiest account's
-use. An account id as a label would make one series per owner (unbounded, and an
-identifier in the metrics); the distribution answers the operator's question (is some
-account at its limit, and how many) in five series. ``sheetsync status`` names them.
+The limiter is shown per project and kind (reads and writes), with the buffers waiting
+at its queue, and per account as a distribution: how many accounts are idle, under half,
+under 90 %, under their limit, or at it. An account id as a label for every account
+would make one series per owner (unbounded); only the busiest few
+(``names.BUSIEST_ACCOUNTS`` per kind) are named, so the label set stays bounded.
 """
 
 from __future__ import annotations
@@ -148,6 +148,21 @@ def _limiter_metrics(limiter: dict[str, Any]) -> Iterator[Metric]:
     limit = accounts[0]["limit"] if accounts else 0
     yield gauge(n.LIMITER_ACCOUNT_LIMIT, limit)
     yield _by_one_label(n.LIMITER_ACCOUNTS, bands)
+    windows = {"write": project, "read": limiter["project_reads"]}
+    yield _by_one_label(n.LIMITER_WINDOW_USED, {k: w["used"] for k, w in windows.items()})
+    yield _by_one_label(n.LIMITER_WINDOW_LIMIT, {k: w["limit"] for k, w in windows.items()})
+    waiting = labelled(n.LIMITER_WAITING)
+    for kind, states in sorted(limiter["waiting"].items()):
+        for state, count in sorted(states.items()):
+            waiting.add_metric([kind, state], count)
+    yield waiting
+    busiest = labelled(n.LIMITER_BUSIEST)
+    for kind, field in (("write", "used"), ("read", "reads")):
+        ranked = sorted(accounts, key=lambda account: -account[field])
+        top = [account for account in ranked if account[field]][: n.BUSIEST_ACCOUNTS]
+        for rank, account in enumerate(top, start=1):
+            busiest.add_metric([kind, str(rank), account["account"]], account[field])
+    yield busiest
 
 
 def _band(used: int, limit: int) -> str:

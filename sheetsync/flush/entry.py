@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import time
 
+from sheetsync.errors import RateLimited
 from sheetsync.flush.failures import end_with
 from sheetsync.flush.outcomes import Outcome, report_run
 from sheetsync.flush.run import FlushRun
@@ -46,7 +47,11 @@ def _flush(services: Services, token: str) -> Outcome:
         run.drain()
     except Exception as exc:
         outcome = end_with(run, exc)
+        waits_for_a_slot = isinstance(exc, RateLimited)
     else:
         outcome = run.finish()
+        waits_for_a_slot = False
+    if not waits_for_a_slot:
+        run.leave_rate_queues()
     run.replays.complete(services.sessions, token)
     return outcome

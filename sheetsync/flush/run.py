@@ -17,9 +17,12 @@ import logging
 import time
 from datetime import datetime
 
+import redis
+
 from sheetsync import crypto, ledger, links
 from sheetsync.buffers.scripts import FORGET_LAST_ROW
 from sheetsync.buffers.store import Lease
+from sheetsync.dispatch import is_priority_plan
 from sheetsync.errors import CredentialError, HoldForBatch, RateLimited, WaitForIntent
 from sheetsync.flush import header, intents
 from sheetsync.flush.batches import Batch, BatchBuilder
@@ -34,9 +37,10 @@ from sheetsync.flush.writer import SheetWriter, fenced, request_deadline
 from sheetsync.keys import BufferKey, is_account_id
 from sheetsync.metrics import events
 from sheetsync.metrics.names import BATCH_SIZE
-from sheetsync.models import CredentialStatus, GoogleCredential, TransactionType
+from sheetsync.models import CredentialStatus, GoogleCredential, TransactionType, User
 from sheetsync.services import Services
 from sheetsync.sheets.client import SheetsClient, quote_title
+from sheetsync.sheets.limiter import FREE_WEIGHT, Acquire
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +72,7 @@ class FlushRun:
         #: The column layout of the batch being built (its header starts a new tab).
         self._layout: FormLayout | None = None
         self._google_account = ""
+        self._acquire: Acquire | None = None
         #: The credential's ``updated_at`` as this run read it: a reconnect changes it,
         #: and marking the credential INVALID is a compare-and-set on it.
         self.credential_version: datetime | None = None
@@ -78,6 +83,21 @@ class FlushRun:
     def writer(self) -> SheetWriter:
         assert self._writer is not None
         return self._writer
+
+    @property
+    def acquire(self) -> Acquire:
+        assert self._acquire is not None
+        return self._acquire
+
+    def leave_rate_queues(self) -> None:
+        """The run ends without waiting for a slot: its buffer keeps no place. Best
+        effort: a place nobody comes for is dropped a second after it was due."""
+        try:
+            self.services.limiter.leave(self.key.base)
+        except redis.RedisError as exc:
+            log.info(
+                "flush %s kept its place at the quota: %s", self.lease.token, type(exc).__name__
+            )
 
     @property
     def tab(self) -> ActiveTab:
@@ -171,13 +191,13 @@ class FlushRun:
             refresh_token = crypto.decrypt_refresh_token(
                 credential.refresh_token, user_id=credential.user_id
             )
-        client = SheetsClient(
-            refresh_token,
-            settings=self.services.settings,
-            acquire=self.services.limiter.acquirer(
-                self._google_account, DEFAULT_SLOT_LEAD_S, waiter=self.key.base
-            ),
+            owner = session.get(User, self.key.user_id)
+            paying = owner is not None and is_priority_plan(owner.plan)
+            weight = self.services.settings.rate_priority_weight if paying else FREE_WEIGHT
+        self._acquire = self.services.limiter.acquirer(
+            self._google_account, DEFAULT_SLOT_LEAD_S, waiter=self.key.base, weight=weight
         )
+        client = SheetsClient(refresh_token, settings=self.services.settings, acquire=self._acquire)
         access = SheetAccess(self.services, self.key, client, self.tally, self.renew)
         self._tab = ActiveTab(access, tab)
         self._writer = SheetWriter(self._tab)
@@ -247,10 +267,16 @@ class FlushRun:
         if not self.services.store.buffer_length(self.key):
             return None
         self._linger()
-        wait = self.services.limiter.reserve(self._google_account, self.key.base)
+        self.acquire.begin_sequence()
+        wait = self.services.limiter.reserve(
+            self._google_account,
+            self.key.base,
+            weight=self.acquire.weight,
+            lead_s=DEFAULT_SLOT_LEAD_S,
+        )
         if wait > DEFAULT_SLOT_LEAD_S:
-            # The slot is reserved for this buffer: wake up a little before it, build
-            # the batch meanwhile, and the append waits the rest (see acquirer).
+            # The buffer keeps its place in the queue: wake up a little before its turn,
+            # build the batch meanwhile, and the append waits the rest (see acquirer).
             raise RateLimited(
                 "no slot for the next append", retry_after_s=wait - DEFAULT_SLOT_LEAD_S
             )

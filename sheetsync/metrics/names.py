@@ -42,6 +42,12 @@ LIMITER_PROJECT_LIMIT = "sheetsync_limiter_project_limit"
 LIMITER_ACCOUNT_USED_MAX = "sheetsync_limiter_account_used_max"
 LIMITER_ACCOUNT_LIMIT = "sheetsync_limiter_account_limit"
 LIMITER_ACCOUNTS = "sheetsync_limiter_accounts"
+LIMITER_WINDOW_USED = "sheetsync_limiter_window_used"
+LIMITER_WINDOW_LIMIT = "sheetsync_limiter_window_limit"
+LIMITER_WAITING = "sheetsync_limiter_waiting_buffers"
+LIMITER_BUSIEST = "sheetsync_limiter_busiest_account_used"
+#: Accounts named in LIMITER_BUSIEST, per kind: the label set stays bounded.
+BUSIEST_ACCOUNTS = 5
 CREDENTIALS = "sheetsync_credentials"
 SOURCE_UP = "sheetsync_source_up"
 SCRAPE_DURATION = "sheetsync_scrape_duration_seconds"
@@ -141,6 +147,37 @@ DEFINITIONS = (
         "database",
         "Google accounts by use of their write limit: idle, under_50, under_90, under_100, full.",
         ("use",),
+    ),
+    Definition(
+        LIMITER_WINDOW_USED,
+        "gauge",
+        "database",
+        "Requests in the project's rate window, by kind (read, write), as Google counts them.",
+        ("kind",),
+    ),
+    Definition(
+        LIMITER_WINDOW_LIMIT,
+        "gauge",
+        "database",
+        "The project's limit per window, by kind (read, write).",
+        ("kind",),
+    ),
+    Definition(
+        LIMITER_WAITING,
+        "gauge",
+        "database",
+        "Buffers waiting at the project's quota, by kind and state: queued, continuing "
+        "(finishing a started run, first in line), parked (their account's window is full).",
+        ("kind", "state"),
+    ),
+    Definition(
+        LIMITER_BUSIEST,
+        "gauge",
+        "database",
+        f"The {BUSIEST_ACCOUNTS} busiest Google accounts' requests in their window, by kind "
+        "and rank (1: the busiest); never more accounts than that, so the label set stays "
+        "bounded.",
+        ("kind", "rank", "account"),
     ),
     Definition(
         CREDENTIALS,

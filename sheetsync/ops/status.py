@@ -23,6 +23,7 @@ from sheetsync.models import (
 )
 from sheetsync.ops import heartbeats
 from sheetsync.services import Services
+from sheetsync.sheets.limiter import Place
 
 #: Commands per Redis pipeline round trip.
 PIPELINE_CHUNK = 1000
@@ -57,6 +58,7 @@ def collect_buffers(services: Services, limit: int) -> dict[str, Any]:
             pipe.hgetall(key.job)
             pipe.lindex(key.times, 0)
         replies.extend(pipe.execute())
+    places = services.limiter.places() if keys else {}
     items = []
     for index, (key, index_ms) in enumerate(keys):
         depth, raw_job, head = replies[3 * index : 3 * index + 3]
@@ -74,9 +76,23 @@ def collect_buffers(services: Services, limit: int) -> dict[str, Any]:
                 "oldest_age_s": round(max(0, now - oldest_ms) / 1000, 3),
                 "age_source": "index" if arrived_ms is None else "arrivals",
                 "job": _job(job, now) if job else None,
+                "quota": _quota_place(places.get(key.base), now),
             }
         )
     return {"total": total, "shown": len(items), "items": items, "malformed": malformed}
+
+
+def _quota_place(place: Place | None, now: int) -> dict[str, Any] | None:
+    """Where a buffer waits at Google's quota: its kind's queue, the waiters before it,
+    and when its turn is expected (None: not waiting)."""
+    if place is None:
+        return None
+    return {
+        "kind": place.kind,
+        "state": place.state,
+        "ahead": place.ahead,
+        "expected_in_s": round(max(place.expected_ms - now, 0) / 1000, 3),
+    }
 
 
 def _run_start_ms(head: Any) -> float | None:
@@ -219,6 +235,7 @@ def collect_limiter(services: Services) -> dict[str, Any]:
         "window_s": settings.rate_window_s,
         "project": {"used": project.used, "limit": project.limit},
         "project_reads": {"used": project_reads.used, "limit": project_reads.limit},
+        "waiting": limiter.waiting(),
         "accounts": [
             {
                 "account": account,

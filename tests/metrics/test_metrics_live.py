@@ -78,6 +78,19 @@ def test_values_move_during_a_real_run(world, worker_processes, admin, tmp_path)
             )
 
         wait_until(aged, timeout=10)
+        # It waits at the quota, parked (its account's window is full), and its account
+        # is the busiest one named, the only one with writes in its window.
+        later = scrape.samples()
+        assert later[_key("sheetsync_limiter_waiting_buffers", kind="write", state="parked")] == 1
+        assert later[_key("sheetsync_limiter_waiting_buffers", kind="write", state="queued")] == 0
+        busiest = {
+            dict(labels)["account"]: value
+            for (name, labels), value in later.items()
+            if name == "sheetsync_limiter_busiest_account_used" and dict(labels)["kind"] == "write"
+        }
+        assert busiest["google-limited"] == 20 and len(busiest) <= 5
+        assert later[_key("sheetsync_limiter_window_used", kind="write")] >= 20
+        assert later[_key("sheetsync_limiter_window_limit", kind="read")] >= 1
         assert world.ids_in(healthy_sheet) and scrape.value("sheetsync_rows_appended_total") == 3
         _check_dashboard(scrape)
 

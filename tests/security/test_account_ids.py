@@ -11,7 +11,7 @@ from support.waiting import wait_until
 
 from sheetsync import emit_answers_submitted
 from sheetsync.errors import ValidationError
-from sheetsync.keys import PREFIX, is_account_id, rate_account_key, rate_tickets_key
+from sheetsync.keys import PREFIX, is_account_id, rate_account_key
 from sheetsync.models import CredentialStatus, DeadLetterReason, GoogleCredential
 
 
@@ -55,7 +55,8 @@ def test_a_credential_with_a_colliding_id_parks_its_answers_and_touches_no_key(
     with world.pipeline.sessions() as session:
         assert session.get(GoogleCredential, "forger").status is CredentialStatus.INVALID
         assert session.get(GoogleCredential, "victim").status is CredentialStatus.VALID
-    # The forger's windows would have been the victim's tickets keys: they hold nothing.
+    # The forger's malformed id named no window (it would have been "google-victim"'s
+    # window with a suffix).
     for kind in ("read", "write"):
-        victim_tickets = rate_tickets_key(rate_account_key("google-victim", kind))
-        assert world.pipeline.redis.exists(victim_tickets) == 0
+        forged_window = f"{PREFIX}:rate:{kind}:account:google-victim:tickets"
+        assert world.pipeline.redis.exists(forged_window) == 0

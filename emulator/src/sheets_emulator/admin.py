@@ -187,7 +187,8 @@ class EmulatorAdmin:
     def stats(self, *, times: bool = False) -> dict[str, Any]:
         """Requests by kind and account, 429s, token refreshes, busiest windows; with
         ``times``, also ``served_times``: when each served request arrived (and
-        ``served_times_by_access``: the same, for reads and for writes apart)."""
+        ``served_times_by_access``: the same, for reads and for writes apart, and
+        ``served_times_by_account``: per account, for reads and for writes)."""
         result: dict[str, Any] = self._call("GET", "/stats?times=1" if times else "/stats")
         return result
 

@@ -204,6 +204,10 @@ async def stats(request: web.Request) -> web.Response:
         snapshot["served_times_by_access"] = {
             access: sorted(times) for access, times in served.items()
         }
+        by_account: dict[str, dict[str, list[float]]] = {}
+        for (account, access), times in state.stats.served_times_by_account.items():
+            by_account.setdefault(account, {"read": [], "write": []})[access] = sorted(times)
+        snapshot["served_times_by_account"] = by_account
     return json_response(snapshot)
 
 

@@ -1,156 +1,276 @@
--- A request slot in two strict sliding windows at once: the Google account's and the
--- project's, both of the request's kind (reads and writes have windows of their own, as
--- Google counts them; the caller passes the kind's keys and limits). Either both are taken or neither (the reason this is not the `limits`
--- library, whose moving window takes one limit per call). Time is the Redis server's.
+-- A request slot in two strict sliding windows at once, the Google account's and the
+-- project's, both of the request's kind (reads and writes have windows and queues of
+-- their own, as Google counts them). Either both are taken or neither. Time is the Redis
+-- server's.
 --
--- The windows hold the requests taken, at the time each goes (now, or within the lead),
--- and a request is taken only where every window that would hold it stays within its
--- limit: the limits are strict whatever else happens.
+-- The windows hold the requests taken, at the time each goes (now, or within the lead);
+-- a request is taken only where both windows stay within their limits, whatever else
+-- happens. Who goes when slots are short is a weighted fair queue over Google accounts:
+-- a waiting buffer's turn starts where its account's last turn ended (or at the queue's
+-- clock, if later) and lasts 1 / the owner's weight; the turn that ends first (the
+-- lowest tag) goes first. So an account with many waiting buffers gets one turn per round
+-- like an account with one, and a paying owner (weight w) goes before FREE newcomers
+-- and gets w turns per FREE owner's one, never all of them. A run that has started its
+-- sequence (read, header, append) is "continuing": its next request keeps the tag of the
+-- last (its turn), and the account is charged for it. A buffer whose account window is
+-- full waits parked (out of the queue, with its tag) until its account frees, so it
+-- blocks nobody. While others wait, slots are paced a window / limit apart. Every step
+-- is a sorted-set lookup: the cost stays flat with thousands of waiters.
 --
--- A buffer that must wait gets a ticket: the time a slot would free for it if everyone
--- ahead took theirs on time (the earliest time after every entry and ticket, and a
--- window after the one `limit` places back). Each waiting buffer wakes at its own time
--- instead of all waking when one slot frees. Tickets are a queue, not slots: a ticket
--- holder takes its slot by the same strict check, so a holder that wakes late still goes
--- if the windows allow it, and one that cannot go yet gets a later ticket. Requests with
--- no ticket count the live tickets as taken, so they do not jump the queue; a ticket
--- more than the grace in the past is abandoned.
--- Returns {1, ms to wait before sending} when the request has its slot, or
--- {0, ms until the buffer's ticket} (or until a slot would free, for no buffer).
-local account_window = KEYS[1]          -- the account's window (ZSET of requests)
-local project_window = KEYS[2]          -- the project's window
-local account_tickets = KEYS[3]         -- the account's tickets (ZSET of waiting buffers)
-local project_tickets = KEYS[4]         -- the project's tickets
-local window_ms = tonumber(ARGV[1])     -- window (ms)
+-- Every waiter has an expected time (when it was told to come back); one more than the
+-- grace past it has gone away and loses its place. A free slot goes to a waiter behind
+-- one that is not expected yet (no slot idles while its owner sleeps).
+-- Returns {1, ms to wait before sending, 0} when the request has its slot, or {0, ms
+-- until the waiter's turn is expected, ms until it may ask to take it} ({0, 0, 0} in
+-- reserve mode when it may go now).
+local account_window = KEYS[1]         -- the account's window (ZSET of requests)
+local project_window = KEYS[2]         -- the project's window
+local queue = KEYS[3]                  -- waiting buffers by tag (ZSET)
+local served_tags = KEYS[4]            -- the tag of each buffer's last slot (HASH)
+local parked = KEYS[5]                 -- buffers whose account is full, by when it frees
+local parked_tags = KEYS[6]            -- the parked buffers' tags (HASH)
+local expected = KEYS[7]               -- when each waiter was told to come back (HASH)
+local shares = KEYS[8]                 -- where each account's turns end, and the clock
+local account_waiting = KEYS[9]        -- the account's waiting buffers by tag (ZSET)
+local window_ms = tonumber(ARGV[1])    -- window (ms)
 local account_limit = tonumber(ARGV[2]) -- requests per window, per account
 local project_limit = tonumber(ARGV[3]) -- requests per window, per project
-local member = ARGV[4]                  -- a unique member for this request
-local waiter = ARGV[5]                  -- the waiting buffer ('' for none)
-local mode = ARGV[6]                    -- 'reserve': get a ticket, take nothing; 'take':
-                                        -- the request goes now or within the lead
-local lead_ms = tonumber(ARGV[7])       -- lead (ms)
-local grace_ms = tonumber(ARGV[8])      -- ticket grace (ms)
-local windows = {account_window, project_window}
-local tickets = {account_tickets, project_tickets}
-local limits = {account_limit, project_limit}
+local account = ARGV[4]                -- the Google account
+local weight = tonumber(ARGV[5])       -- the owner's weight (1 for FREE)
+local member = ARGV[6]                 -- a unique member for this request
+local waiter = ARGV[7]                 -- the waiting buffer ('' for none)
+local mode = ARGV[8]                   -- 'reserve': get a place, take nothing; 'take':
+                                       -- the request goes now or within the lead
+local is_continuing = ARGV[9] == '1'   -- the waiter's run has started its sequence
+local lead_ms = tonumber(ARGV[10])     -- lead (ms)
+local grace_ms = tonumber(ARGV[11])    -- a waiter this late has gone away (ms)
+local CLOCK = '~clock'                 -- the shares field of the queue's clock
+local SCAN = 32                        -- queue heads looked at past the free slots
+local PACE = 1.0                       -- paced slots this share of window / limit apart
+                                       -- (the window still bounds them; the slack absorbs
+                                       -- a waiter that comes a little late)
+local HORIZON = 20                     -- paced, a slot is taken only this close (ms)
 local now = now_ms()
+local ttl = 4 * window_ms + grace_ms
+local spacing = window_ms / project_limit
 
-local function set_in(keys, name, at)
-  for i = 1, 2 do
-    redis.call('ZADD', keys[i], at, name)
-    redis.call('PEXPIRE', keys[i], math.max(at - now, 0) + window_ms + grace_ms)
-  end
-end
-
-local function drop_ticket()
-  for i = 1, 2 do
-    redis.call('ZREM', tickets[i], waiter)
-  end
+local function forget(name)
+  redis.call('ZREM', queue, name)
+  redis.call('ZREM', parked, name)
+  redis.call('HDEL', parked_tags, name)
+  redis.call('HDEL', expected, name)
 end
 
--- The scores of a ZSET between `from` and `to` (ZRANGEBYSCORE bounds).
-local function scores_of(key, from, to, into)
-  local found = redis.call('ZRANGEBYSCORE', key, from, to, 'WITHSCORES')
-  for j = 2, #found, 2 do
-    into[#into + 1] = tonumber(found[j])
-  end
-  return into
+local function number(value)
+  return tonumber(value or '0')
 end
 
--- The scores near `t` (within a window either side) of window i, with the live tickets
--- when `with_tickets`.
-local function nearby(i, t, with_tickets)
-  local to = '(' .. (t + window_ms)
-  local scores = scores_of(windows[i], '(' .. (t - window_ms), to, {})
-  if with_tickets then
-    scores_of(tickets[i], '(' .. math.max(t - window_ms, now - grace_ms), to, scores)
+-- The next tag of this account: its turn starts at the later of the queue's clock and
+-- the end of the account's last turn, lasts 1 / weight, and the tag is when it ends, so
+-- a paying newcomer's tag is lower than a FREE newcomer's. The clock is where the turn
+-- last served started, or where the head of the line's turn started (a FREE turn before
+-- its end), if earlier: a turn may be served before an earlier one whose buffer is not
+-- expected yet. An account that was not waiting starts there, at the head of the line,
+-- not behind the turns others ran up meanwhile.
+local function charge()
+  local clock = number(redis.call('HGET', shares, CLOCK))
+  local head = redis.call('ZRANGE', queue, 0, 0, 'WITHSCORES')
+  if head[2] then
+    clock = math.min(clock, tonumber(head[2]) - 1)
   end
-  return scores
+  local start = math.max(clock, number(redis.call('HGET', shares, account)))
+  redis.call('HSET', shares, account, start + 1 / weight)
+  return start + 1 / weight
 end
 
--- Whether a request at `t` keeps every window that would hold it within its limit.
-local function fits(t, with_tickets)
-  for i = 1, 2 do
-    local scores = nearby(i, t, with_tickets)
-    scores[#scores + 1] = t
-    table.sort(scores)
-    local first = 1
-    for last = 1, #scores do
-      while scores[first] <= scores[last] - window_ms do
-        first = first + 1
-      end
-      if scores[last] >= t and last - first + 1 > limits[i] then
-        return false
-      end
-    end
-  end
-  return true
+local function enqueue(name, tag)
+  redis.call('ZADD', queue, tag, name)
+  redis.call('ZADD', account_waiting, tag, name)
 end
 
--- The earliest time after every entry (and ticket) of both windows, and a window after
--- the one `limit` places back: always within the limits.
-local function after_everyone(with_tickets)
-  local slot = now
-  for i = 1, 2 do
-    local values = scores_of(windows[i], '-inf', '+inf', {})
-    if with_tickets then
-      scores_of(tickets[i], now - grace_ms, '+inf', values)
-    end
-    table.sort(values)
-    local n = #values
-    if n > 0 then
-      slot = math.max(slot, values[n])
-    end
-    if n >= limits[i] then
-      slot = math.max(slot, values[n - limits[i] + 1] + window_ms + 1)
-    end
+-- Requests a window holds (future ones too), and when the k-th slot (0-based) not yet
+-- taken opens: now for the free ones, then as the oldest requests age out.
+local function held(window)
+  return redis.call('ZCOUNT', window, '(' .. (now - window_ms), '+inf')
+end
+local function opens(window, count, limit, k)
+  if k < limit - count then
+    return now
   end
-  return slot
+  local past = k - (limit - count)
+  if count == 0 then
+    return now + window_ms * math.floor(past / limit + 1)
+  end
+  local index = past % count
+  local oldest = redis.call('ZRANGE', window, index, index, 'WITHSCORES')
+  return tonumber(oldest[2]) + window_ms * (1 + math.floor(past / count)) + 1
 end
 
-for i = 1, 2 do
-  redis.call('ZREMRANGEBYSCORE', windows[i], '-inf', now - window_ms)
-  redis.call('ZREMRANGEBYSCORE', tickets[i], '-inf', now - window_ms - grace_ms)
+for _, window in ipairs({account_window, project_window}) do
+  redis.call('ZREMRANGEBYSCORE', window, '-inf', now - window_ms)
 end
 
-local ticket = waiter ~= '' and tonumber(redis.call('ZSCORE', tickets[1], waiter)) or nil
-if ticket and ticket > now + lead_ms then
-  return {0, ticket - now}  -- not this buffer's turn yet
+-- Parked waiters whose account has freed rejoin the queue with their tags.
+local back = redis.call('ZRANGEBYSCORE', parked, '-inf', now, 'LIMIT', 0, SCAN)
+for _, name in ipairs(back) do
+  local tag = redis.call('HGET', parked_tags, name)
+  redis.call('ZREM', parked, name)
+  redis.call('HDEL', parked_tags, name)
+  if tag then
+    redis.call('ZADD', queue, tag, name)
+  end
 end
 
-if mode == 'reserve' then
-  if ticket then
-    return {0, math.max(ticket - now, 0)}
-  end
-  if fits(now, true) then
-    return {0, 0}
-  end
-  local slot = after_everyone(true)
-  if waiter ~= '' then
-    set_in(tickets, waiter, slot)
-  end
-  return {0, slot - now}
-end
-
--- A ticket holder whose turn it is goes by the strict check alone; anyone else also
--- leaves the live tickets their slots.
-local queued = ticket == nil
-if fits(now, queued) then
-  if ticket then
-    drop_ticket()
-  end
-  set_in(windows, member, now)
-  return {1, 0}
-end
-local slot = after_everyone(queued)
-if slot <= now + lead_ms then
-  if ticket then
-    drop_ticket()
-  end
-  set_in(windows, member, slot)
-  return {1, slot - now}
-end
+-- Where the waiter stands: queued or parked (with its tag), or new. A new request of a
+-- continuing run takes the tag of its run's last slot: the same turn, charged again.
+local tag = nil
+local in_parked = false
 if waiter ~= '' then
-  set_in(tickets, waiter, slot)
+  tag = tonumber(redis.call('ZSCORE', queue, waiter))
+  if not tag then
+    tag = tonumber(redis.call('HGET', parked_tags, waiter))
+    in_parked = tag ~= nil
+  end
+  if not tag then
+    local served = is_continuing and tonumber(redis.call('HGET', served_tags, waiter))
+    if served then
+      charge()
+      tag = served
+    else
+      tag = charge()
+    end
+    enqueue(waiter, tag)
+  end
+  redis.call('HSET', expected, waiter, now)
 end
-return {0, slot - now}
+
+-- Who goes before it: the queue's lower tags (a request of no buffer stands behind the
+-- whole queue), and, before its own account's window lets it go, that account's.
+local ahead
+if in_parked then
+  ahead = redis.call('ZCOUNT', queue, '-inf', '(' .. tag)
+elseif waiter ~= '' then
+  ahead = redis.call('ZRANK', queue, waiter)
+else
+  ahead = redis.call('ZCARD', queue)
+end
+local account_ahead = 0
+local mine = waiter ~= '' and redis.call('ZRANK', account_waiting, waiter)
+account_ahead = mine or redis.call('ZCARD', account_waiting)
+if account_ahead > 0 then
+  -- Those that left the queue (their entries are gone) are dropped on the way.
+  local heads = redis.call('ZRANGE', account_waiting, 0, math.min(account_ahead, SCAN) - 1)
+  for _, name in ipairs(heads) do
+    if not redis.call('HGET', expected, name) then
+      redis.call('ZREM', account_waiting, name)
+      account_ahead = account_ahead - 1
+    end
+  end
+end
+
+local project_count = held(project_window)
+local account_count = held(account_window)
+local project_free = project_limit - project_count
+local account_free = account_limit - account_count
+
+-- A slot goes past waiters who are not expected yet (and drops those gone away). Only
+-- the heads within the free slots (and SCAN more) are looked at; expected times grow
+-- along the queue, so when the last head looked at is not expected yet, nobody behind
+-- it is either.
+local due_ahead = ahead
+if ahead > 0 then
+  local looked = math.min(ahead, math.max(project_free, 1) + SCAN)
+  local heads = redis.call('ZRANGE', queue, 0, looked - 1)
+  local due, last_due = 0, false
+  for _, name in ipairs(heads) do
+    local at = number(redis.call('HGET', expected, name))
+    last_due = false
+    if at + grace_ms < now then
+      forget(name)
+    elseif at <= now + lead_ms then
+      due, last_due = due + 1, true
+    end
+  end
+  due_ahead = due
+  if last_due then
+    due_ahead = due_ahead + (ahead - looked)
+  end
+end
+
+local function keep_alive()
+  for _, key in ipairs({queue, served_tags, parked, parked_tags, expected, shares,
+                        account_waiting}) do
+    redis.call('PEXPIRE', key, ttl)
+  end
+end
+
+local function take_at(at)
+  for _, window in ipairs({account_window, project_window}) do
+    redis.call('ZADD', window, at, member)
+    redis.call('PEXPIRE', window, math.max(at - now, 0) + window_ms + grace_ms)
+  end
+  if waiter ~= '' then
+    local clock = number(redis.call('HGET', shares, CLOCK))
+    redis.call('HSET', shares, CLOCK, math.max(clock, tag - 1 / weight))
+    redis.call('HSET', served_tags, waiter, tag)
+    forget(waiter)
+    redis.call('ZREM', account_waiting, waiter)
+  else
+    charge()
+  end
+  keep_alive()
+  return {1, math.max(at - now, 0), 0}
+end
+
+-- While others are queued, the project's slots are paced a window / limit apart: the
+-- window frees its slots in the bursts they were taken in, so a burst would keep
+-- newcomers waiting for most of a window, and a buffer that sends one request at a
+-- time would get one slot per burst while a busy account takes the rest.
+local paced = redis.call('ZCARD', queue) > (waiter ~= '' and 1 or 0)
+local last = paced and redis.call('ZRANGE', project_window, -1, -1, 'WITHSCORES')[2]
+-- When the project's window would let the k-th request from now go (0: the next).
+local function slot_for(k)
+  local t = opens(project_window, project_count, project_limit, k)
+  if last then
+    t = math.max(t, math.floor(tonumber(last) + spacing * PACE * (1 + k)))
+  end
+  return t
+end
+-- How far ahead a slot may be taken (the caller sleeps until it): paced, hardly at all,
+-- so nobody holds an opening that a request ahead of it in the line could use.
+local horizon = paced and math.min(lead_ms, HORIZON) or lead_ms
+local account_at = opens(account_window, account_count, account_limit, account_ahead)
+-- When it may go if those ahead and not expected yet stay away, and when its turn is
+-- expected if everyone ahead takes theirs.
+local project_at = slot_for(due_ahead)
+local at = math.max(project_at, account_at)
+local expected_at = math.max(slot_for(ahead), account_at)
+
+-- The strict check at the time the request would go: both windows keep it within limit.
+local function fits(t)
+  return redis.call('ZCOUNT', project_window, '(' .. (t - window_ms), '+inf') < project_limit
+    and redis.call('ZCOUNT', account_window, '(' .. (t - window_ms), '+inf') < account_limit
+end
+
+-- Paced, only the head of the line takes a slot; else as many as the window has free.
+local next_in_line = (due_ahead == 0 or (not paced and due_ahead < project_free))
+  and account_ahead < math.max(account_free, 1)
+if mode == 'take' and next_in_line and at <= now + horizon and fits(at) then
+  return take_at(at)
+end
+if mode == 'reserve' and at <= now and fits(now) then
+  keep_alive()
+  return {0, 0, 0}
+end
+
+if waiter ~= '' then
+  if account_at > project_at and not in_parked then
+    -- Its account is the bottleneck: out of the queue until then, keeping its tag.
+    redis.call('ZREM', queue, waiter)
+    redis.call('ZADD', parked, account_at, waiter)
+    redis.call('HSET', parked_tags, waiter, tag)
+  end
+  redis.call('HSET', expected, waiter, expected_at)
+end
+keep_alive()
+return {0, math.max(expected_at - now, 1), math.max(at - horizon - now, 1)}

@@ -1,0 +1,112 @@
+"""The queue at the project's window (rate_take.lua) against real Redis: who goes first
+when slots are short. Places are read with ``RateLimiter.places``, the view ``sheetsync
+status`` shows; the windows are full for the test's length, so nobody takes a slot."""
+
+from __future__ import annotations
+
+import pytest
+import redis
+
+from sheetsync.errors import RateLimited
+from sheetsync.settings import Settings
+from sheetsync.sheets.limiter import RateLimiter
+
+PRO = 4.0
+
+
+@pytest.fixture
+def limiter(redis_url: str) -> RateLimiter:
+    settings = Settings.load(
+        rate_window_s=30,
+        rate_margin_s=0,
+        rate_limit_per_account=100,
+        rate_limit_per_project=3,
+        rate_priority_weight=PRO,
+    )
+    limiter = RateLimiter(redis.Redis.from_url(redis_url), settings)
+    for n in range(3):  # the project's write window, full for 30 s
+        limiter.take(f"filler{n}")
+    return limiter
+
+
+def ahead(limiter: RateLimiter, waiter: str) -> int:
+    return limiter.places()[waiter].ahead
+
+
+def test_a_paying_newcomer_goes_before_waiting_free_owners(limiter: RateLimiter) -> None:
+    for account in ("free1", "free2", "free3"):
+        for sheet in range(4):
+            assert limiter.reserve(account, f"{account}-{sheet}") > 20
+    limiter.reserve("pro", "pro-sheet", weight=PRO)
+    limiter.reserve("small", "small-sheet")
+    assert ahead(limiter, "pro-sheet") == 0
+    # The small FREE owner joins the round in progress: behind the paying owner and at
+    # most one turn of each busy account, not behind their twelve buffers.
+    assert 1 <= ahead(limiter, "small-sheet") <= 4
+    # Each is told its turn by its place: the small owner's comes at least a slot (a
+    # window / limit, 10 s here) after the paying one's.
+    places = limiter.places()
+    gap_ms = places["small-sheet"].expected_ms - places["pro-sheet"].expected_ms
+    assert gap_ms >= 10_000
+
+
+def test_an_account_with_ten_waiting_sheets_gets_one_turn_per_round(
+    limiter: RateLimiter,
+) -> None:
+    for sheet in range(10):
+        limiter.reserve("big", f"big-{sheet}")
+    limiter.reserve("lone", "lone-0")
+    # The lone account's first turn comes after the big account's first, not its tenth.
+    assert ahead(limiter, "lone-0") <= 1
+    order = sorted(limiter.places().items(), key=lambda item: item[1].ahead)
+    big_before_lone = [name for name, _ in order].index("lone-0")
+    assert big_before_lone <= 1
+
+
+def test_paying_owners_get_more_turns_but_free_ones_keep_theirs(limiter: RateLimiter) -> None:
+    for sheet in range(8):
+        limiter.reserve("pro", f"pro-{sheet}", weight=PRO)
+        limiter.reserve("free", f"free-{sheet}")
+    order = [name for name, _ in sorted(limiter.places().items(), key=lambda i: i[1].ahead)]
+    first_eight = order[:8]
+    # Weighted, not strict: about four paying turns per FREE one, and FREE never starved.
+    assert sum(name.startswith("pro") for name in first_eight) >= 5
+    assert any(name.startswith("free") for name in first_eight)
+
+
+def test_a_continuing_run_keeps_its_turn(redis_url: str) -> None:
+    settings = Settings.load(
+        rate_window_s=30, rate_margin_s=0, rate_limit_per_account=100, rate_limit_per_project=2
+    )
+    limiter = RateLimiter(redis.Redis.from_url(redis_url), settings)
+    limiter.take("filler")
+    acquire = limiter.acquirer("first", waiter="first-sheet")
+    acquire("write")  # its header, the window's last slot: the run's sequence has started
+    for n in range(5):
+        limiter.reserve(f"other{n}", f"other-{n}")
+    with pytest.raises(RateLimited):
+        acquire("write")  # its append waits...
+    assert ahead(limiter, "first-sheet") == 0  # ...at the head, not behind the five
+
+
+def test_a_buffer_whose_account_is_full_blocks_nobody(redis_url: str) -> None:
+    settings = Settings.load(
+        rate_window_s=30, rate_margin_s=0, rate_limit_per_account=1, rate_limit_per_project=10
+    )
+    limiter = RateLimiter(redis.Redis.from_url(redis_url), settings)
+    limiter.take("busy")  # the busy account's window is full for 30 s
+    assert limiter.reserve("busy", "busy-sheet") > 20
+    assert limiter.places()["busy-sheet"].state == "parked"
+    # Another account's request goes at once: the parked buffer is not ahead of it.
+    assert limiter.reserve("other", "other-sheet") == 0
+    limiter.take("other", waiter="other-sheet")
+    assert limiter.waiting()["write"] == {"queued": 0, "parked": 1}
+
+
+def test_a_run_that_ends_leaves_the_queues(limiter: RateLimiter) -> None:
+    limiter.reserve("acct", "gone-sheet")
+    limiter.reserve("acct", "staying-sheet")
+    assert ahead(limiter, "staying-sheet") == 1
+    limiter.leave("gone-sheet")
+    assert "gone-sheet" not in limiter.places()
+    assert ahead(limiter, "staying-sheet") == 0
