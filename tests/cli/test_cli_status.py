@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from support.cli import Cli
 
 from sheetsync.dev.seed import seed_user
@@ -89,3 +90,33 @@ def test_status_with_nothing_going_on(cli: Cli) -> None:
     assert report["buffers"]["total"] == 0
     assert report["dead_letters"]["total"] == 0
     assert report["limiter"]["project"]["used"] == 0
+
+
+def test_status_shows_each_waiting_buffers_place_at_the_quota(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    one_write = {"SHEETSYNC_RATE_LIMIT_PER_PROJECT": "1"}
+    monkeypatch.setenv("SHEETSYNC_RATE_LIMIT_PER_PROJECT", "1")
+    first, second = (BufferKey("owner_1", "form_1", f"sheet_{n}", 0) for n in range(2))
+    pipeline = Services.build()
+    try:
+        pipeline.store.push([(first, "q"), (second, "q")], ["a_1"])
+        pipeline.limiter.take("acct-0")  # the project's write window is full for a minute
+        first_wait = pipeline.limiter.reserve("acct-1", first.base)
+        pipeline.limiter.reserve("acct-2", second.base)
+    finally:
+        pipeline.close()
+
+    report = json.loads(cli.ok("status", "--json", env=one_write).stdout)
+    places = {item["base"]: item["quota"] for item in report["buffers"]["items"]}
+    assert places[first.base]["kind"] == "write"
+    assert places[first.base]["state"] == "queued"
+    assert places[first.base]["ahead"] == 0
+    assert places[first.base]["expected_in_s"] == pytest.approx(first_wait, abs=2)
+    assert places[second.base]["ahead"] == 1
+    assert places[second.base]["expected_in_s"] > places[first.base]["expected_in_s"]
+    assert report["limiter"]["waiting"]["write"] == {"queued": 2, "parked": 0}
+
+    text = cli.ok("status", env=one_write).stdout
+    assert "write: next, in" in text
+    assert "write: 1 ahead, in" in text

@@ -14,8 +14,10 @@ from support.waiting import wait_until
 
 from sheetsync import emit_answer_submitted
 from sheetsync.dispatch import QUEUES
+from sheetsync.keys import BufferKey
 from sheetsync.models import DeadLetterReason, DeadLetterStatus
 from sheetsync.recovery.replay import credential_reconnected
+from sheetsync.services import get_services
 
 
 def _worker():
@@ -74,7 +76,17 @@ def test_console_shows_live_data_and_replays_a_dead_letter(world, pipeline_env, 
         assert shown("/buffers", healthy.submission_id, healthy_sheet.spreadsheet_id)
         row = browser.find_element(By.CSS_SELECTOR, f"tr[data-form='{healthy.submission_id}']")
         assert row.find_element(By.CSS_SELECTOR, "td.depth").text == "4"
+        # A buffer waiting at Google's quota shows its place and when its turn comes.
+        key = BufferKey(
+            "owner_ok", healthy.submission_id, healthy_sheet.spreadsheet_id, healthy_sheet.gid
+        )
+        limiter = get_services().limiter
+        limiter.reserve("google-owner_ok", key.base)
+        browser.get(console.url + "/buffers")
+        row = browser.find_element(By.CSS_SELECTOR, f"tr[data-form='{healthy.submission_id}']")
+        assert "at the write quota: next, in" in row.find_element(By.CSS_SELECTOR, ".quota").text
         screenshot(browser, "flow-buffers")
+        limiter.leave(key.base)
 
         assert shown("/links", broken.submission_id, healthy.submission_id)
         broken_row = browser.find_element(

@@ -14,7 +14,7 @@
 -- sequence (read, header, append) is "continuing": its next request keeps the tag of the
 -- last (its turn), and the account is charged for it. A buffer whose account window is
 -- full waits parked (out of the queue, with its tag) until its account frees, so it
--- blocks nobody. While others wait, slots are paced a window / limit apart. Every step
+-- blocks nobody. The project's slots are paced a window / limit apart. Every step
 -- is a sorted-set lookup: the cost stays flat with thousands of waiters.
 --
 -- Every waiter has an expected time (when it was told to come back); one more than the
@@ -46,10 +46,10 @@ local lead_ms = tonumber(ARGV[10])     -- lead (ms)
 local grace_ms = tonumber(ARGV[11])    -- a waiter this late has gone away (ms)
 local CLOCK = '~clock'                 -- the shares field of the queue's clock
 local SCAN = 32                        -- queue heads looked at past the free slots
-local PACE = 1.0                       -- paced slots this share of window / limit apart
-                                       -- (the window still bounds them; the slack absorbs
-                                       -- a waiter that comes a little late)
-local HORIZON = 20                     -- paced, a slot is taken only this close (ms)
+local BURST = 0.1                      -- the pace lets this share of a window's slots go at
+                                       -- once (requests that come late catch up)
+local HORIZON = 20                     -- a slot is taken at most this far ahead (ms)
+local PACE = '~pace'                   -- the shares field of the pace's next slot (GCRA)
 local now = now_ms()
 local ttl = 4 * window_ms + grace_ms
 local spacing = window_ms / project_limit
@@ -204,7 +204,18 @@ local function keep_alive()
   end
 end
 
+-- The project's slots are paced a window / limit apart (the generic cell rate algorithm,
+-- with a burst of a tenth of the window): the window frees its slots in the bursts they
+-- were taken in, so a burst would keep newcomers waiting for most of a window, and a
+-- buffer that sends one request at a time would get one slot per burst while a busy
+-- account takes the rest. The burst lets requests that came late catch up, so pacing
+-- costs no capacity. The pace counts every request; it holds them back only while
+-- others are queued.
+local pace = math.max(number(redis.call('HGET', shares, PACE)), now)
+local tolerance = BURST * window_ms
+
 local function take_at(at)
+  redis.call('HSET', shares, PACE, math.max(pace, at) + spacing)
   for _, window in ipairs({account_window, project_window}) do
     redis.call('ZADD', window, at, member)
     redis.call('PEXPIRE', window, math.max(at - now, 0) + window_ms + grace_ms)
@@ -222,23 +233,19 @@ local function take_at(at)
   return {1, math.max(at - now, 0), 0}
 end
 
--- While others are queued, the project's slots are paced a window / limit apart: the
--- window frees its slots in the bursts they were taken in, so a burst would keep
--- newcomers waiting for most of a window, and a buffer that sends one request at a
--- time would get one slot per burst while a busy account takes the rest.
+-- Paced while others are queued (a burst with nobody waiting goes as the window allows).
 local paced = redis.call('ZCARD', queue) > (waiter ~= '' and 1 or 0)
-local last = paced and redis.call('ZRANGE', project_window, -1, -1, 'WITHSCORES')[2]
--- When the project's window would let the k-th request from now go (0: the next).
+-- When the project would let the k-th request from now go (0: the next).
 local function slot_for(k)
   local t = opens(project_window, project_count, project_limit, k)
-  if last then
-    t = math.max(t, math.floor(tonumber(last) + spacing * PACE * (1 + k)))
+  if paced then
+    t = math.max(t, math.floor(pace + k * spacing - tolerance))
   end
   return t
 end
--- How far ahead a slot may be taken (the caller sleeps until it): paced, hardly at all,
--- so nobody holds an opening that a request ahead of it in the line could use.
-local horizon = paced and math.min(lead_ms, HORIZON) or lead_ms
+-- How far ahead a slot may be taken (the caller sleeps until it): hardly at all, so
+-- nobody holds an opening that a request ahead of it in the line could use.
+local horizon = math.min(lead_ms, HORIZON)
 local account_at = opens(account_window, account_count, account_limit, account_ahead)
 -- When it may go if those ahead and not expected yet stay away, and when its turn is
 -- expected if everyone ahead takes theirs.
@@ -252,9 +259,8 @@ local function fits(t)
     and redis.call('ZCOUNT', account_window, '(' .. (t - window_ms), '+inf') < account_limit
 end
 
--- Paced, only the head of the line takes a slot; else as many as the window has free.
-local next_in_line = (due_ahead == 0 or (not paced and due_ahead < project_free))
-  and account_ahead < math.max(account_free, 1)
+-- Those ahead keep their slots: it goes only when there is one for each of them too.
+local next_in_line = account_ahead < math.max(account_free, 1)
 if mode == 'take' and next_in_line and at <= now + horizon and fits(at) then
   return take_at(at)
 end
