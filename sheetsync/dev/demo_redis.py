@@ -33,6 +33,8 @@ from sheetsync.keys import (
     BufferKey,
     heartbeat_key,
     rate_account_key,
+    rate_account_waiting_key,
+    rate_queue_keys,
 )
 from sheetsync.text import mask_url
 
@@ -63,14 +65,19 @@ class DemoKeys:
             RATE_READ_PROJECT,
             RATE_WRITE_PROJECT,
             METRICS_EVENTS,
+            *(part for kind in RATE_KINDS for part in rate_queue_keys(kind)),
         ):  # appeared with the demo: made by it
             return True
         if any(name.startswith(f"{buffer.base}:") for buffer in self.buffers):
             return True
         if name in {
-            rate_account_key(account, kind)
+            key
             for account in self.google_accounts
             for kind in RATE_KINDS
+            for key in (
+                rate_account_key(account, kind),
+                rate_account_waiting_key(account, kind),
+            )
         }:
             return True
         if name.startswith(ALERTED):
