@@ -37,10 +37,10 @@ SETTINGS = {
 }
 
 
-def set_quotas(world: World) -> None:
+def set_quotas(world: World, per_account: int = PER_ACCOUNT) -> None:
     world.admin.set_quotas(
-        read_per_account=PER_ACCOUNT,
-        write_per_account=PER_ACCOUNT,
+        read_per_account=per_account,
+        write_per_account=per_account,
         read_per_project=PER_PROJECT,
         write_per_project=PER_PROJECT,
         window_s=WINDOW_S,
@@ -153,14 +153,7 @@ def test_an_account_with_ten_sheets_gets_the_share_of_an_account_with_one(
     world.sheet(small)
     big_answers = world.answers(big, 40, prefix="big")  # 400 rows, 40 appends
     small_answers = world.answers(small, 400, prefix="lone")  # 400 rows, 40 appends
-    world.admin.set_quotas(
-        read_per_account=PER_PROJECT,
-        write_per_account=PER_PROJECT,
-        read_per_project=PER_PROJECT,
-        write_per_project=PER_PROJECT,
-        window_s=WINDOW_S,
-    )
-    world.admin.reset_stats()
+    set_quotas(world, per_account=PER_PROJECT)
     workers.start(2, concurrency=4)  # type: ignore[attr-defined]
     emit_answers_submitted(big_answers + small_answers)
 
