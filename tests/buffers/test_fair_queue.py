@@ -4,6 +4,8 @@ status`` shows; the windows are full for the test's length, so nobody takes a sl
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import redis
 
@@ -110,3 +112,21 @@ def test_a_run_that_ends_leaves_the_queues(limiter: RateLimiter) -> None:
     limiter.leave("gone-sheet")
     assert "gone-sheet" not in limiter.places()
     assert ahead(limiter, "staying-sheet") == 0
+
+
+def test_a_waiter_past_its_time_holds_no_slot(redis_url: str) -> None:
+    # A waiter told to come back that has not come (its task waits behind a busy worker
+    # process, say) keeps its place, but the slot goes to the next waiter present: an
+    # idle slot of a sliding window is lost for good.
+    settings = Settings.load(
+        rate_window_s=0.4, rate_margin_s=0, rate_limit_per_account=100, rate_limit_per_project=2
+    )
+    limiter = RateLimiter(redis.Redis.from_url(redis_url), settings)
+    limiter.take("filler")
+    limiter.take("filler")
+    wait_s = limiter.reserve("late", "late-sheet")
+    assert limiter.reserve("present", "present-sheet") > wait_s
+    assert ahead(limiter, "present-sheet") == 1
+    time.sleep(wait_s + 0.1)  # the late waiter's slot came 0.1 s ago; it did not
+    assert limiter.reserve("present", "present-sheet") == 0
+    assert ahead(limiter, "late-sheet") == 0

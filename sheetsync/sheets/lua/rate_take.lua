@@ -19,7 +19,8 @@
 --
 -- Every waiter has an expected time (when it was told to come back); one more than the
 -- grace past it has gone away and loses its place. A free slot goes to a waiter behind
--- one that is not expected yet (no slot idles while its owner sleeps).
+-- one that is not expected yet or is late (no slot idles while its owner sleeps; the late
+-- one keeps its place and takes the next slot when it comes).
 -- Returns {1, ms to wait before sending, 0} when the request has its slot, or {0, ms
 -- until the waiter's turn is expected, ms until it may ask to take it} ({0, 0, 0} in
 -- reserve mode when it may go now).
@@ -49,6 +50,8 @@ local SCAN = 32                        -- queue heads looked at past the free sl
 local BURST = 0.1                      -- the pace lets this share of a window's slots go at
                                        -- once (requests that come late catch up)
 local HORIZON = 20                     -- a slot is taken at most this far ahead (ms)
+local LATE = HORIZON                   -- a waiter this far past its time holds no slot:
+                                       -- the next one present takes it (ms)
 local PACE = '~pace'                   -- the shares field of the pace's next slot (GCRA)
 local now = now_ms()
 local ttl = 4 * window_ms + grace_ms
@@ -187,7 +190,7 @@ if ahead > 0 then
     last_due = false
     if at + grace_ms < now then
       forget(name)
-    elseif at <= now + lead_ms then
+    elseif at >= now - LATE and at <= now + lead_ms then
       due, last_due = due + 1, true
     end
   end
