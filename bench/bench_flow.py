@@ -18,7 +18,8 @@ Usage::
 
 Goals (issue 12): <= 4 appends per 10k at 300/s and rows landed <= 2 s after the last
 emit; end-to-end >= 90 % of the full-batch rate; <= 1.1 runs per append, >= 97 % of the
-limit used, 0 x 429. Uses the Stack of bench_pipeline.py (its Redis, SQLite, emulator).
+limit used, 0 x 429; (issue 23) <= 1.3 runs per append on first flushes. Uses the Stack
+of bench_pipeline.py (its Redis, SQLite, emulator).
 """
 
 from __future__ import annotations
@@ -188,13 +189,14 @@ def bench_herd(stack: Stack, buffers: int = 30, per_buffer: int = 300) -> None:
         endings = _endings(stack) - endings_before
         kinds = stats["requests"]["by_kind"]
         requests = ", ".join(f"{kind} {n}" for kind, n in sorted(kinds.items()))
+        goal_runs = 1.3 if phase.startswith("first") else 1.1
         if phase.startswith("first"):
             # All but the appends happen before a buffer's first append; then one.
             per_first = (stats["requests"]["total"] - count) / buffers + 1
             requests = f"{per_first:.2f} Sheets requests per first write ({requests})"
         print(
             f"  {phase}: {runs} flush runs for {count} appends = {runs / count:.2f} runs per "
-            f"append (goal <= 1.1); {requests}; {used:.1%} of the write limit used "
+            f"append (goal <= {goal_runs}); {requests}; {used:.1%} of the write limit used "
             f"(goal >= 97 %), closest {limit} writes {min(gaps):.2f} s apart; "
             f"{stats['rate_limited']['total']} x 429 (goal 0); the runs ended: "
             + ", ".join(f"{status} {n}" for status, n in endings.most_common())

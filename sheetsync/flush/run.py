@@ -48,7 +48,7 @@ log = logging.getLogger(__name__)
 DEFAULT_BATCHES_PER_RUN = 20
 #: A run may wait this long in-process for a rate-limit slot; a longer wait reschedules
 #: the task, timed to wake this much before the slot frees.
-DEFAULT_SLOT_LEAD_S = 0.5
+DEFAULT_SLOT_LEAD_S = 0.75
 #: How often a lingering run looks at the list again.
 DEFAULT_LINGER_POLL_S = 0.05
 #: How often a run held for a fuller batch looks again (so a burst that ends is sent
@@ -73,6 +73,7 @@ class FlushRun:
         self._layout: FormLayout | None = None
         self._google_account = ""
         self._acquire: Acquire | None = None
+        self._header_checked = False
         #: The credential's ``updated_at`` as this run read it: a reconnect changes it,
         #: and marking the credential INVALID is a compare-and-set on it.
         self.credential_version: datetime | None = None
@@ -267,12 +268,17 @@ class FlushRun:
         if not self.services.store.buffer_length(self.key):
             return None
         self._linger()
-        self.acquire.begin_sequence()
+        # Row 1 unchecked: the header is likely written before the append (two writes).
+        header_pending = not self._header_checked and not (
+            self.services.store.sheet_cache(self.key).header_ok
+        )
+        self.acquire.begin_sequence(writes=2 if header_pending else 1)
         wait = self.services.limiter.reserve(
             self._google_account,
             self.key.base,
             weight=self.acquire.weight,
             lead_s=DEFAULT_SLOT_LEAD_S,
+            slots=self.acquire.writes_left,
         )
         if wait > DEFAULT_SLOT_LEAD_S:
             # The buffer keeps its place in the queue: wake up a little before its turn,
@@ -287,6 +293,7 @@ class FlushRun:
             links.check(session, self.key)  # removed since the run started: write nothing
             form = self._batches.layout(session)
         layout = self._layout = header.columns_for_batch(self.tab, form)
+        self._header_checked = True
         zone = link_zone(self.services.settings, self.tab.sheet()[1])
         with self.services.sessions() as session:
             return self._batches.build(session, ids, layout=layout, zone=zone)

@@ -94,6 +94,9 @@ class RateTake(Script[RateAnswer]):
     is_continuing: Flag
     lead_ms: Arg[int]
     grace_ms: Arg[int]
+    #: Slots of this kind the waiter's turn still needs (2: a first write's header and
+    #: append), so those behind it are told when their turns really come.
+    slots: Arg[int]
 
     def decode(self, reply: Any) -> RateAnswer:
         taken, wait_ms, ask_again_ms = reply
@@ -159,13 +162,14 @@ class RateLimiter:
         waiter: str = NO_WAITER,
         weight: float = FREE_WEIGHT,
         continuing: bool = False,
+        slots: int = 1,
     ) -> None:
         """Take one slot in both windows of ``kind`` for a request about to be sent,
         waiting up to ``max_wait_s`` for it; else raise :class:`RateLimited` with the wait
         (the ``waiter``, a buffer, keeps its place in the queue)."""
         while True:
             answer = self._call(
-                google_account_id, kind, waiter, Mode.TAKE, max_wait_s, weight, continuing
+                google_account_id, kind, waiter, Mode.TAKE, max_wait_s, weight, continuing, slots
             )
             wait_s = answer.wait_ms / 1000
             if answer.taken:
@@ -186,14 +190,18 @@ class RateLimiter:
         *,
         weight: float = FREE_WEIGHT,
         lead_s: float = 0.0,
+        slots: int = 1,
     ) -> float:
         """Seconds until ``waiter`` (a buffer) may send its next write (an append); 0 when
-        it may go now. Takes nothing; the waiter keeps its place in the queue.
+        it may go now. Takes nothing; the waiter keeps its place in the queue, as a turn of
+        ``slots`` writes (2 when a header goes before the append).
 
         A flush asks before it builds a batch, so a rate-limited run reschedules to its
         turn without hydrating, decrypting and building rows it cannot send yet.
         """
-        answer = self._call(google_account_id, "write", waiter, Mode.RESERVE, lead_s, weight)
+        answer = self._call(
+            google_account_id, "write", waiter, Mode.RESERVE, lead_s, weight, slots=slots
+        )
         return max(answer.wait_ms, 0) / 1000 if not answer.taken else 0.0
 
     def leave(self, waiter: str) -> None:
@@ -224,6 +232,7 @@ class RateLimiter:
         lead_s: float,
         weight: float,
         continuing: bool = False,
+        slots: int = 1,
     ) -> RateAnswer:
         queue = rate_queue_keys(kind)
         return self._scripts.run(
@@ -248,6 +257,7 @@ class RateLimiter:
                 is_continuing=continuing and waiter != NO_WAITER,
                 lead_ms=int(lead_s * 1000),
                 grace_ms=DEFAULT_WAITER_GRACE_MS,
+                slots=slots if waiter != NO_WAITER else 1,
             )
         )
 
@@ -318,7 +328,7 @@ class Acquire:
 
     It knows the run's sequence: after the first request of a batch (the header's read,
     say), the rest (the header, the append) continue it and keep its turn at the head of
-    the line. :meth:`begin_sequence` starts the next batch's.
+    the line. :meth:`begin_sequence` starts the next batch's, with the writes it needs.
     """
 
     def __init__(
@@ -335,9 +345,15 @@ class Acquire:
         self._waiter = waiter
         self.weight = weight
         self._continuing = False
+        self._writes_left = 1
 
-    def begin_sequence(self) -> None:
+    def begin_sequence(self, writes: int = 1) -> None:
         self._continuing = False
+        self._writes_left = writes
+
+    @property
+    def writes_left(self) -> int:
+        return self._writes_left
 
     def __call__(self, kind: RateKind) -> None:
         self._limiter.take(
@@ -347,5 +363,8 @@ class Acquire:
             waiter=self._waiter,
             weight=self.weight,
             continuing=self._continuing,
+            slots=self._writes_left if kind == "write" else 1,
         )
         self._continuing = True
+        if kind == "write":
+            self._writes_left = max(self._writes_left - 1, 1)

@@ -130,3 +130,21 @@ def test_a_waiter_past_its_time_holds_no_slot(redis_url: str) -> None:
     time.sleep(wait_s + 0.1)  # the late waiter's slot came 0.1 s ago; it did not
     assert limiter.reserve("present", "present-sheet") == 0
     assert ahead(limiter, "late-sheet") == 0
+
+
+def test_a_first_write_stands_twice_in_its_accounts_line(redis_url: str) -> None:
+    # Its header and its append take two of the account's slots: the buffer behind it is
+    # told so, instead of waking for a slot the append takes.
+    settings = Settings.load(
+        rate_window_s=30, rate_margin_s=0, rate_limit_per_account=2, rate_limit_per_project=100
+    )
+    limiter = RateLimiter(redis.Redis.from_url(redis_url), settings)
+    gaps_s = {}
+    for slots in (1, 2):
+        account = f"acct{slots}"
+        limiter.take(account)
+        limiter.take(account)  # the account's window is full for 30 s, then frees both
+        first_wait = limiter.reserve(account, f"{account}-first", slots=slots)
+        gaps_s[slots] = limiter.reserve(account, f"{account}-behind") - first_wait
+    assert gaps_s[1] < 1  # both slots free at once: one each
+    assert gaps_s[2] > 25  # the first write takes both: the next one frees a window later

@@ -32,7 +32,8 @@ local parked = KEYS[5]                 -- buffers whose account is full, by when
 local parked_tags = KEYS[6]            -- the parked buffers' tags (HASH)
 local expected = KEYS[7]               -- when each waiter was told to come back (HASH)
 local shares = KEYS[8]                 -- where each account's turns end, and the clock
-local account_waiting = KEYS[9]        -- the account's waiting buffers by tag (ZSET)
+local account_waiting = KEYS[9]        -- the account's waiting buffers by tag, twice for a
+                                       -- turn of two slots (ZSET)
 local window_ms = tonumber(ARGV[1])    -- window (ms)
 local account_limit = tonumber(ARGV[2]) -- requests per window, per account
 local project_limit = tonumber(ARGV[3]) -- requests per window, per project
@@ -45,6 +46,8 @@ local mode = ARGV[8]                   -- 'reserve': get a place, take nothing; 
 local is_continuing = ARGV[9] == '1'   -- the waiter's run has started its sequence
 local lead_ms = tonumber(ARGV[10])     -- lead (ms)
 local grace_ms = tonumber(ARGV[11])    -- a waiter this late has gone away (ms)
+local slots = tonumber(ARGV[12])       -- slots its turn still needs: 2 for a first write
+                                       -- (the header, then the append), else 1
 local CLOCK = '~clock'                 -- the shares field of the queue's clock
 local SCAN = 32                        -- queue heads looked at past the free slots
 local BURST = 0.1                      -- the pace lets this share of a window's slots go at
@@ -53,6 +56,7 @@ local HORIZON = 20                     -- a slot is taken at most this far ahead
 local LATE = HORIZON                   -- a waiter this far past its time holds no slot:
                                        -- the next one present takes it (ms)
 local PACE = '~pace'                   -- the shares field of the pace's next slot (GCRA)
+local SECOND = '|second'               -- a waiter's second slot in its account's line
 local now = now_ms()
 local ttl = 4 * window_ms + grace_ms
 local spacing = window_ms / project_limit
@@ -145,6 +149,13 @@ if waiter ~= '' then
     enqueue(waiter, tag)
   end
   redis.call('HSET', expected, waiter, now)
+  -- A turn of two slots stands twice in its account's line (right behind itself), so
+  -- those behind it are told when their turns really come.
+  if slots > 1 then
+    redis.call('ZADD', account_waiting, tag, waiter .. SECOND)
+  else
+    redis.call('ZREM', account_waiting, waiter .. SECOND)
+  end
 end
 
 -- Who goes before it: the queue's lower tags (a request of no buffer stands behind the
@@ -164,7 +175,11 @@ if account_ahead > 0 then
   -- Those that left the queue (their entries are gone) are dropped on the way.
   local heads = redis.call('ZRANGE', account_waiting, 0, math.min(account_ahead, SCAN) - 1)
   for _, name in ipairs(heads) do
-    if not redis.call('HGET', expected, name) then
+    local own = name
+    if string.sub(name, -#SECOND) == SECOND then
+      own = string.sub(name, 1, -#SECOND - 1)
+    end
+    if not redis.call('HGET', expected, own) then
       redis.call('ZREM', account_waiting, name)
       account_ahead = account_ahead - 1
     end
@@ -228,7 +243,7 @@ local function take_at(at)
     redis.call('HSET', shares, CLOCK, math.max(clock, tag - 1 / weight))
     redis.call('HSET', served_tags, waiter, tag)
     forget(waiter)
-    redis.call('ZREM', account_waiting, waiter)
+    redis.call('ZREM', account_waiting, waiter, waiter .. SECOND)
   else
     charge()
   end
