@@ -53,7 +53,7 @@ def test_rate_limits_retries_and_dead_letters_stay_below_the_visibility_timeout(
     pipeline_env(
         visibility_timeout_s=visibility,
         rate_limit_per_account=2,
-        rate_window_s=1.5,
+        rate_window_s=2.5,  # a full window: reschedules of more than 1 s
         rate_margin_s=0.05,
         batch_size=5,
     )
