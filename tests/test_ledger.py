@@ -48,3 +48,41 @@ def test_a_replay_that_read_an_older_state_cannot_undo_a_completion(engine):
         replay.close()
     with sessions() as session:
         assert ledger.states(session, ["a1"], *SHEET)["a1"] is TransactionType.COMPLETED
+
+
+@BOTH_DATABASES
+def test_the_claim_reads_each_link_and_records_an_answer_once(engine):
+    # The emit's one statement (claim_for_links), on PostgreSQL as the driver's own SQL:
+    # a link made by the form's owner or allowed takes the answer, another is refused.
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    from sheetsync.crypto import Keyring
+    from sheetsync.dev.seed import link_sheet, seed_answers, seed_form, seed_user
+
+    sessions = sessionmaker(engine)
+    keyring = Keyring([AESGCM.generate_key(bit_length=256)])
+    with sessions.begin() as session:
+        form = seed_form(session, owner_id="owner", pii=0, keyring=keyring)
+        seed_user(session, "stranger", keyring=keyring)
+        link_sheet(session, form, "owners-sheet")
+        allowed = link_sheet(session, form, "allowed-sheet", create_user_id="stranger").id
+        link_sheet(session, form, "refused-sheet", create_user_id="stranger")
+        first, second = seed_answers(session, form, 2, keyring=keyring)
+    with sessions.begin() as session:
+        claimed = ledger.claim_for_links(session, [first], [allowed])
+    assert sorted((sheet, state) for _, sheet, _, state in claimed) == [
+        ("allowed-sheet", TransactionType.ENQUEUED),
+        ("owners-sheet", TransactionType.ENQUEUED),
+        ("refused-sheet", TransactionType.VALIDATION_FAILED),
+    ]
+    with sessions.begin() as session:
+        assert ledger.claim_for_links(session, [first], [allowed]) == [
+            (first, "refused-sheet", 0, TransactionType.VALIDATION_FAILED)
+        ]  # already ENQUEUED where it may go; refused again where it may not
+        both = ledger.claim_for_links(session, [first, second], [])
+    assert sorted((answer, sheet) for answer, sheet, _, _ in both) == [
+        (first, "refused-sheet"),
+        (second, "allowed-sheet"),
+        (second, "owners-sheet"),
+        (second, "refused-sheet"),
+    ]
