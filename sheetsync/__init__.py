@@ -7,6 +7,7 @@ The calls a web app makes::
     from sheetsync import links_changed  # after changing a link's owner or a plan
     from sheetsync import check_settings  # once, when the web app starts
     from sheetsync import backfill  # a form's existing answers to a newly linked sheet
+    from sheetsync import wait_for_pushes  # a script about to exit, a test
 
 ``sheetsync.__version__`` (and ``sheetsync --version``) is the installed version.
 """
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
         links_changed,
     )
     from sheetsync.emit.backfill import BackfillResult, backfill
+    from sheetsync.emit.push_thread import wait_for_pushes
     from sheetsync.emit.resend import ResendResult, resend_failed
     from sheetsync.recovery.replay import credential_reconnected
     from sheetsync.startup import check_settings
@@ -43,6 +45,7 @@ __all__ = [
     "emit_answers_submitted",
     "links_changed",
     "resend_failed",
+    "wait_for_pushes",
 ]
 
 #: Where each name lives; imported on first use, so `import sheetsync.crypto` stays light.
@@ -57,6 +60,7 @@ _LAZY = {
     "resend_failed": "sheetsync.emit.resend",
     "credential_reconnected": "sheetsync.recovery.replay",
     "check_settings": "sheetsync.startup",
+    "wait_for_pushes": "sheetsync.emit.push_thread",
 }
 
 

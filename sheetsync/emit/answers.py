@@ -28,6 +28,7 @@ from sqlalchemy.orm import Session
 from sheetsync import ledger
 from sheetsync.alerts import send_alert_once
 from sheetsync.buffers.push import push
+from sheetsync.emit.push_thread import Pushes, push_thread
 from sheetsync.emit.routing import FormRoutes, Route, RoutingCache
 from sheetsync.errors import NotFoundError
 from sheetsync.keys import BufferKey, check_id
@@ -40,9 +41,6 @@ log = logging.getLogger(__name__)
 _PENDING = "sheetsync.pending_pushes"
 #: Answers per statement of a batch emit (keeps bind parameters under SQLite's limit).
 BATCH_CHUNK = 500
-
-#: (buffer, queue) -> the ids to push there.
-Pushes = dict[tuple[BufferKey, str], list[str]]
 
 
 @dataclass(frozen=True)
@@ -305,8 +303,9 @@ def _flush_pending(session: Session) -> None:
     pending = session.info.pop(_PENDING, None)
     if not pending:
         return
+    sender = push_thread(_push_now)  # off the request's path (emit/push_thread.py)
     for services, pushes in pending:
-        _push_now(services, pushes)
+        sender.submit(services, pushes)
 
 
 def _drop_pending(session: Session, _previous_transaction: object) -> None:

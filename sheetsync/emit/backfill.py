@@ -30,7 +30,8 @@ from sqlalchemy.orm import Session
 
 from sheetsync import ledger
 from sheetsync.dispatch import QUEUE_SCHEDULED
-from sheetsync.emit.answers import Pushes, push_recorded, record_backfill
+from sheetsync.emit.answers import push_recorded, record_backfill
+from sheetsync.emit.push_thread import Pushes
 from sheetsync.errors import BackfillStalled, NotFoundError, ValidationError
 from sheetsync.keys import BufferKey, check_id
 from sheetsync.models import SpreadSheet, Submission, SubmissionAnswer

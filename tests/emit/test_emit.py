@@ -9,7 +9,7 @@ import redis
 from sqlalchemy import select
 from support.waiting import wait_until
 
-from sheetsync import emit_answer_submitted
+from sheetsync import emit_answer_submitted, wait_for_pushes
 from sheetsync.buffers.store import BufferStore
 from sheetsync.dev.seed import link_sheet, seed_form
 from sheetsync.errors import NotFoundError, ValidationError
@@ -64,6 +64,7 @@ def test_inside_the_callers_transaction_push_waits_for_commit(world, pipeline):
         emit_answer_submitted(second, session=session)
         assert redis_keys(pipeline) == []
         session.commit()
+    assert wait_for_pushes()  # the push left the request's path for the push thread
     key = result.enqueued[0]
     assert [v.decode() for v in pipeline.redis.lrange(key.buf, 0, -1)] == [second]
     assert world.ledger_counts() == {"ENQUEUED": 1}

@@ -1,0 +1,99 @@
+"""The after-commit pushes, sent from a thread of the web app's process
+(sheetsync/emit/push_thread.py)."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from sheetsync import emit_answer_submitted, wait_for_pushes
+from sheetsync.emit.push_thread import Pushes, PushThread
+from sheetsync.keys import BufferKey
+from sheetsync.services import Services
+
+KEY = BufferKey("owner", "form_1", "sheet", 0)
+OTHER = BufferKey("owner", "form_1", "other", 0)
+
+
+class Recorder:
+    """A send that records what it was given; held until released, to let commits queue."""
+
+    def __init__(self) -> None:
+        self.sent: list[Pushes] = []
+        self.threads: set[str] = set()
+        self.release = threading.Event()
+        self.release.set()
+        self.sending = threading.Event()
+
+    def __call__(self, services: Services, pushes: Pushes) -> bool:
+        self.sending.set()
+        self.release.wait(5)
+        self.threads.add(threading.current_thread().name)
+        self.sent.append(pushes)
+        return True
+
+
+def test_commits_that_queue_up_go_in_one_push_per_buffer_in_commit_order() -> None:
+    recorder = Recorder()
+    thread = PushThread(recorder)
+    services = object()  # the thread only hands them to the send
+    recorder.release.clear()
+    thread.submit(services, {(KEY, "q"): ["a0"]})
+    assert recorder.sending.wait(5)  # the thread took it, and its send is held
+    for n in range(1, 5):
+        thread.submit(services, {(KEY, "q"): [f"a{n}"], (OTHER, "q"): [f"a{n}"]})
+    recorder.release.set()
+    assert thread.wait(5)
+    assert recorder.sent == [
+        {(KEY, "q"): ["a0"]},
+        {(KEY, "q"): ["a1", "a2", "a3", "a4"], (OTHER, "q"): ["a1", "a2", "a3", "a4"]},
+    ]
+    assert recorder.threads == {"sheetsync-push"}
+
+
+def test_a_full_queue_makes_the_request_push_itself() -> None:
+    recorder = Recorder()
+    thread = PushThread(recorder, max_waiting=1)
+    recorder.release.clear()
+    thread.submit(object(), {(KEY, "q"): ["a0"]})
+    assert recorder.sending.wait(5)  # the thread took it, and its send is held
+    thread.submit(object(), {(KEY, "q"): ["a1"]})  # queued: the queue is full
+    caller = threading.Thread(
+        target=thread.submit, args=(object(), {(KEY, "q"): ["a2"]}), name="request"
+    )
+    caller.start()
+    recorder.release.set()
+    caller.join(5)
+    assert thread.wait(5)
+    assert sorted(pushes[(KEY, "q")] for pushes in recorder.sent) == [["a0"], ["a1"], ["a2"]]
+    assert recorder.threads == {"sheetsync-push", "request"}
+
+
+def test_a_forked_child_pushes_from_a_thread_of_its_own() -> None:
+    recorder = Recorder()
+    thread = PushThread(recorder)
+    thread.submit(object(), {(KEY, "q"): ["parent"]})
+    assert thread.wait(5)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its own thread sends its own pushes
+        try:
+            thread.submit(object(), {(KEY, "q"): ["child"]})
+            ok = thread.wait(5) and recorder.sent[-1] == {(KEY, "q"): ["child"]}
+            os.write(write, b"1" if ok else b"0")
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    assert os.read(read, 1) == b"1"
+    assert recorder.sent == [{(KEY, "q"): ["parent"]}]
+
+
+def test_an_emit_in_the_apps_transaction_reaches_redis_after_the_commit(world, pipeline):
+    form = world.form()
+    world.sheet(form)
+    [answer_id] = world.answers(form, 1)
+    with pipeline.sessions.begin() as session:
+        result = emit_answer_submitted(answer_id, session=session)
+    assert wait_for_pushes()
+    [key] = result.enqueued
+    assert pipeline.redis.lrange(key.buf, 0, -1) == [answer_id.encode()]
