@@ -141,8 +141,15 @@ def test_stats_count_requests_429s_and_the_busiest_window(
     assert stats["by_account"]["bob"]["max_in_window"] == {"reads": 1, "writes": 1, "all": 2}
     assert 4 <= stats["max_in_window"]["writes"] <= 5  # bob's write may share alice's window
     assert 5 <= stats["max_in_window"]["all"] <= 6
-    times = emulator_admin.stats(times=True)["served_times"]
+    with_times = emulator_admin.stats(times=True)
+    times = with_times["served_times"]
     assert len(times) == 9 and times == sorted(times)
+    by_kind = with_times["served_times_by_kind"]
+    assert {kind: len(served) for kind, served in by_kind.items()} == {
+        "values.append": 8,
+        "values.get": 1,
+    }
+    assert sorted(by_kind["values.append"] + by_kind["values.get"]) == times
     assert stats["served_span_s"] == pytest.approx(times[-1] - times[0], abs=0.01)
 
     emulator_admin.reset_stats()

@@ -188,7 +188,8 @@ class EmulatorAdmin:
         """Requests by kind and account, 429s, token refreshes, busiest windows; with
         ``times``, also ``served_times``: when each served request arrived (and
         ``served_times_by_access``: the same, for reads and for writes apart, and
-        ``served_times_by_account``: per account, for reads and for writes)."""
+        ``served_times_by_account``: per account, for reads and for writes, and
+        ``served_times_by_kind``: per kind of request, ``values.append`` say)."""
         result: dict[str, Any] = self._call("GET", "/stats?times=1" if times else "/stats")
         return result
 

@@ -208,6 +208,9 @@ async def stats(request: web.Request) -> web.Response:
         for (account, access), times in state.stats.served_times_by_account.items():
             by_account.setdefault(account, {"read": [], "write": []})[access] = sorted(times)
         snapshot["served_times_by_account"] = by_account
+        snapshot["served_times_by_kind"] = {
+            kind: sorted(times) for kind, times in state.stats.served_times_by_kind.items()
+        }
     return json_response(snapshot)
 
 

@@ -70,7 +70,7 @@ async def sheets_api(request: web.Request) -> web.StreamResponse:
         state.stats.record_rate_limited(account, error.scope)
         response = error_response(state, error)
     else:
-        state.stats.record_served(account, call.access, arrived)
+        state.stats.record_served(account, call.access, arrived, call.endpoint)
         response = _serve(request, state, call, account, body if body is not None else raw_body)
     if fault is not None and fault.action == "drop":
         return drop_connection(request)

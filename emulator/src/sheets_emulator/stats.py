@@ -46,6 +46,7 @@ class Stats:
         self.token_refresh_failures = 0
         self.served_times: dict[Access, list[float]] = {"read": [], "write": []}
         self.served_times_by_account: dict[tuple[str, Access], list[float]] = {}
+        self.served_times_by_kind: dict[str, list[float]] = {}
 
     def record_request(self, kind: str, access: Access, account: str | None) -> None:
         """Any Sheets API request, whatever happens next; ``account`` None: no valid token."""
@@ -58,9 +59,10 @@ class Stats:
         counts[kind] += 1
         counts[access] += 1
 
-    def record_served(self, account: str, access: Access, now: float) -> None:
+    def record_served(self, account: str, access: Access, now: float, kind: str) -> None:
         """A request that passed the quota (it counts toward the window)."""
         self.served_times[access].append(now)
+        self.served_times_by_kind.setdefault(kind, []).append(now)
         self.served_times_by_account.setdefault((account, access), []).append(now)
 
     def record_rate_limited(self, account: str, scope: str) -> None:
