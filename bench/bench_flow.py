@@ -8,8 +8,9 @@ Usage::
   and how long after the last emit the last row lands. Baseline in the same run: the
   same 10,000 pushed at once (every batch full).
 - end_to_end: 100,000 answers over 20 sheets, pushed at once. Rows/s from the first push
-  to the last row, against the rate while full batches run (the slope of landed rows
-  between 10 % and 70 % of them, sampled from the ledger).
+  to the last row, against the rate while full batches run (the appends' rate between
+  the 10 % and the 70 % of them, from their arrival at the emulator); the median of three
+  rounds.
 - herd: 30 buffers of one account behind a limit of 20 reads and 20 writes per 4 s
   (margin 0.1 s). Flush runs per append (each worker's log counts the runs), Sheets
   requests per first write (the reads and header writes of a buffer's first flush, and
@@ -27,6 +28,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import statistics
 import sys
 import time
 from collections import Counter
@@ -102,12 +104,24 @@ def bench_rate(stack: Stack, total: int = 10_000, per_second: float = 300.0) -> 
     print("  goal at 300/s: <= 4 appends, last row <= 2 s after the last emit")
 
 
-def bench_end_to_end(stack: Stack, answers: int = 100_000, sheets: int = 20) -> None:
+def bench_end_to_end(
+    stack: Stack, answers: int = 100_000, sheets: int = 20, rounds: int = 3
+) -> None:
+    # Twenty appends on four processes: one run's ratio moves by a tenth or more with the
+    # machine's other work, so the figure is the median of a few rounds.
+    ratios = [_end_to_end_round(stack, answers, sheets, f"e2e{n}-") for n in range(rounds)]
+    print(
+        f"  end to end: {statistics.median(ratios):.0%} of the full-batch rate, median of "
+        f"{rounds} (goal >= 90 %)"
+    )
+
+
+def _end_to_end_round(stack: Stack, answers: int, sheets: int, prefix: str) -> float:
     stack.configure(flush_delay_s=10, flush_threshold=500, batch_size=5000)
     per_sheet = answers // sheets
     targets = []
     for n in range(sheets):
-        form, [link] = stack.form(f"e2e{n}")
+        form, [link] = stack.form(f"{prefix}{n}")
         ids = stack.answers(form, per_sheet, f"e{n}")
         key = BufferKey(form.owner_id, form.submission_id, *link)
         with stack.services.sessions.begin() as session:
@@ -140,6 +154,7 @@ def bench_end_to_end(stack: Stack, answers: int = 100_000, sheets: int = 20) -> 
         f"{full_rate:,.0f} rows/s: {overall / full_rate:.0%} (goal >= 90 %), "
         f"{appends(stack)} appends"
     )
+    return overall / full_rate
 
 
 def bench_herd(stack: Stack, buffers: int = 30, per_buffer: int = 300) -> None:
