@@ -99,6 +99,11 @@ def _resources(api_endpoint: str) -> tuple[Resource, Resource]:
     return spreadsheets, spreadsheets.values()
 
 
+def build_resources(settings: Settings) -> None:
+    """Build this process's Sheets resources now (a worker, before its pool forks)."""
+    _resources(settings.google_api_endpoint)
+
+
 def _service(api_endpoint: str) -> Resource:
     # The discovery document ships with the library (static_discovery), so building is
     # local; per-call credentials are passed as the ``http`` of each execute().

@@ -164,3 +164,23 @@ def test_real_conditions_map_to_their_class(client_for, admin):
     with pytest.raises(CredentialError, match=r"^Google OAuth invalid_grant: ") as revoked:
         client.sheet_titles(other)
     assert pickle.loads(pickle.dumps(revoked.value)).status == 400
+
+
+def test_a_worker_builds_the_sheets_resources_before_its_pool_forks():
+    # worker_init runs in the worker's main process: the pool processes it forks find
+    # the resources built, instead of each building them on its first flush.
+    from celery.signals import worker_init
+
+    from sheetsync.celery import application
+    from sheetsync.sheets import client
+
+    assert application._build_the_sheets_client in [
+        receiver() for _, receiver in worker_init.receivers
+    ]
+    client._resources.cache_clear()
+    application._build_the_sheets_client()
+    built = client._resources.cache_info()
+    assert built.currsize == 1
+    settings = Settings.load(google_client_id="client", google_client_secret="secret")
+    SheetsClient("refresh-token", settings=settings)
+    assert client._resources.cache_info().hits == built.hits + 1
