@@ -165,8 +165,9 @@ class RateLimiter:
         slots: int = 1,
     ) -> None:
         """Take one slot in both windows of ``kind`` for a request about to be sent,
-        waiting up to ``max_wait_s`` for it; else raise :class:`RateLimited` with the wait
-        (the ``waiter``, a buffer, keeps its place in the queue)."""
+        waiting up to ``max_wait_s`` for it; else raise :class:`RateLimited` with the time
+        to come back, ``max_wait_s`` before the turn (the ``waiter``, a buffer, keeps its
+        place in the queue, and is there when its turn comes)."""
         while True:
             answer = self._call(
                 google_account_id, kind, waiter, Mode.TAKE, max_wait_s, weight, continuing, slots
@@ -179,7 +180,7 @@ class RateLimiter:
             if wait_s > max_wait_s:
                 raise RateLimited(
                     f"{kind} rate limit reached for account {google_account_id}",
-                    retry_after_s=wait_s,
+                    retry_after_s=wait_s - max_wait_s,
                 )
             time.sleep(max(answer.ask_again_ms / 1000, MIN_ASK_AGAIN_S))
 

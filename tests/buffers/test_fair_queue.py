@@ -52,6 +52,45 @@ def test_a_paying_newcomer_goes_before_waiting_free_owners(limiter: RateLimiter)
     assert gap_ms >= 10_000
 
 
+@pytest.fixture
+def flowing(redis_url: str) -> RateLimiter:
+    """A limiter whose project window lets four go at once (a slot every 0.75 s, within
+    the burst), so a test can serve turns and move the queue's clock."""
+    settings = Settings.load(
+        rate_window_s=30,
+        rate_margin_s=0,
+        rate_limit_per_account=100,
+        rate_limit_per_project=40,
+        rate_priority_weight=PRO,
+    )
+    return RateLimiter(redis.Redis.from_url(redis_url), settings)
+
+
+def test_a_newcomer_goes_before_the_busy_turns_that_end_with_its_own(
+    flowing: RateLimiter,
+) -> None:
+    for account in ("free1", "free2", "free3"):
+        for sheet in range(4):
+            flowing.reserve(account, f"{account}-{sheet}")
+    # A round served, and the next round's first turn: the clock is at round two.
+    for waiter in ("free1-0", "free2-0", "free3-0", "free1-1"):
+        flowing.take(waiter.split("-")[0], waiter=waiter)
+    flowing.reserve("small", "small-sheet")
+    # Its turn ends with free2's and free3's second ones; by name they would go first.
+    assert ahead(flowing, "small-sheet") == 0
+
+
+def test_a_free_newcomer_right_after_a_paying_one_goes_after_it(flowing: RateLimiter) -> None:
+    for sheet in range(4):
+        flowing.reserve("free1", f"free1-{sheet}")
+    for waiter in ("free1-0", "free1-1"):
+        flowing.take("free1", waiter=waiter)
+    flowing.reserve("pro", "zz-pro", weight=PRO)
+    flowing.reserve("small", "aa-small")  # by name it would go first
+    assert ahead(flowing, "zz-pro") == 0
+    assert ahead(flowing, "aa-small") == 1
+
+
 def test_an_account_with_ten_waiting_sheets_gets_one_turn_per_round(
     limiter: RateLimiter,
 ) -> None:

@@ -40,6 +40,16 @@ def test_both_windows_or_neither(redis_url):
     assert limiter.usage("acct3").used == 0
 
 
+def test_a_refused_take_comes_back_its_in_process_wait_before_its_turn(redis_url):
+    limiter = limiter_for(redis_url, rate_window_s=5, rate_margin_s=0, rate_limit_per_account=1)
+    limiter.take("acct1")
+    with pytest.raises(RateLimited) as refused:
+        limiter.take("acct1", max_wait_s=1.0, waiter="sheet")
+    # Its turn is 5 s away: back in 4 s, then it waits the last second in-process (a
+    # run that came back at its turn would be late for it by its own start-up).
+    assert 3.5 < refused.value.retry_after_s <= 4.01
+
+
 def test_reads_and_writes_have_windows_of_their_own(redis_url):
     limiter = limiter_for(
         redis_url,

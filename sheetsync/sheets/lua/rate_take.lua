@@ -17,10 +17,11 @@
 -- blocks nobody. The project's slots are paced a window / limit apart. Every step
 -- is a sorted-set lookup: the cost stays flat with thousands of waiters.
 --
--- Every waiter has an expected time (when it was told to come back); one more than the
--- grace past it has gone away and loses its place. A free slot goes to a waiter behind
--- one that is not expected yet or is late (no slot idles while its owner sleeps; the late
--- one keeps its place and takes the next slot when it comes).
+-- Every waiter has an expected time (when it was told to come back, or, told to go on,
+-- when its lead is up); one more than the grace past it has gone away and loses its
+-- place. A free slot goes to a waiter behind one that is not expected yet or is late (no
+-- slot idles while its owner sleeps; the late one keeps its place and takes the next
+-- slot when it comes).
 -- Returns {1, ms to wait before sending, 0} when the request has its slot, or {0, ms
 -- until the waiter's turn is expected, ms until it may ask to take it} ({0, 0, 0} in
 -- reserve mode when it may go now).
@@ -57,6 +58,8 @@ local LATE = HORIZON                   -- a waiter this far past its time holds 
                                        -- the next one present takes it (ms)
 local PACE = '~pace'                   -- the shares field of the pace's next slot (GCRA)
 local SECOND = '|second'               -- a waiter's second slot in its account's line
+local NEWCOMER_FIRST = 1e-6            -- a newcomer's tag is this much lower than a
+                                       -- waiting account's turn ending with it
 local now = now_ms()
 local ttl = 4 * window_ms + grace_ms
 local spacing = window_ms / project_limit
@@ -75,18 +78,20 @@ end
 -- The next tag of this account: its turn starts at the later of the queue's clock and
 -- the end of the account's last turn, lasts 1 / weight, and the tag is when it ends, so
 -- a paying newcomer's tag is lower than a FREE newcomer's. The clock is where the turn
--- last served started, or where the head of the line's turn started (a FREE turn before
--- its end), if earlier: a turn may be served before an earlier one whose buffer is not
--- expected yet. An account that was not waiting starts there, at the head of the line,
--- not behind the turns others ran up meanwhile.
+-- last served started (start-time fair queuing's virtual time): an account that was not
+-- waiting starts there, in the round in progress, not behind the turns others ran up,
+-- and its turn goes before the waiting accounts' turns that end with it (as fq_codel
+-- serves new flows first): ties would otherwise go by buffer name, and a small owner
+-- could wait a whole round.
 local function charge()
   local clock = number(redis.call('HGET', shares, CLOCK))
-  local head = redis.call('ZRANGE', queue, 0, 0, 'WITHSCORES')
-  if head[2] then
-    clock = math.min(clock, tonumber(head[2]) - 1)
-  end
-  local start = math.max(clock, number(redis.call('HGET', shares, account)))
+  local last = number(redis.call('HGET', shares, account))
+  local start = math.max(clock, last)
   redis.call('HSET', shares, account, start + 1 / weight)
+  -- (the clock may be a newcomer's turn's start, NEWCOMER_FIRST early)
+  if last <= clock + NEWCOMER_FIRST then
+    return start + 1 / weight - NEWCOMER_FIRST
+  end
   return start + 1 / weight
 end
 
@@ -282,7 +287,14 @@ local next_in_line = account_ahead < math.max(account_free, 1)
 if mode == 'take' and next_in_line and at <= now + horizon and fits(at) then
   return take_at(at)
 end
+-- A waiter told to go on (now, or within the lead) builds its batch and reads row 1
+-- before it asks for the slot: its turn is held for it until the lead is up, not given
+-- to the first one present (as a waiter that was told to come back later loses it once
+-- LATE), so a paying owner's read does not hand its turn to a FREE one's.
 if mode == 'reserve' and at <= now and fits(now) then
+  if waiter ~= '' then
+    redis.call('HSET', expected, waiter, now + lead_ms)
+  end
   keep_alive()
   return {0, 0, 0}
 end
@@ -294,7 +306,11 @@ if waiter ~= '' then
     redis.call('ZADD', parked, account_at, waiter)
     redis.call('HSET', parked_tags, waiter, tag)
   end
-  redis.call('HSET', expected, waiter, expected_at)
+  if mode == 'reserve' and expected_at <= now + lead_ms then
+    redis.call('HSET', expected, waiter, now + lead_ms)
+  else
+    redis.call('HSET', expected, waiter, expected_at)
+  end
 end
 keep_alive()
 return {0, math.max(expected_at - now, 1), math.max(at - horizon - now, 1)}
