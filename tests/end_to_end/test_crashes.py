@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from support.waiting import wait_until
 
-from sheetsync import emit_answer_submitted
+from sheetsync import emit_answer_submitted, emit_answers_submitted
 from sheetsync.buffers.store import BufferStore
 from sheetsync.flush.run import FlushRun
 from sheetsync.keys import BufferKey
@@ -90,8 +90,7 @@ def test_crash_after_append_before_completed(scene, world, worker, monkeypatch):
 def test_append_committed_but_response_dropped(scene, world, worker, admin):
     _, sheet, ids, _ = scene
     admin.add_fault("values.append", 1, "drop")
-    for answer_id in ids:
-        emit_answer_submitted(answer_id)
+    emit_answers_submitted(ids)
     wait_until(lambda: not world.leftover_keys())
     assert world.ids_in(sheet) == ids
     stats = admin.stats()
@@ -106,8 +105,7 @@ def test_crash_after_completed_before_ltrim(scene, world, worker, monkeypatch, a
     fired = crash_once(
         monkeypatch, BufferStore, "trim", when=lambda store, key, lease, count, last: count > 0
     )
-    for answer_id in ids:
-        emit_answer_submitted(answer_id)
+    emit_answers_submitted(ids)
     pipeline = get_services()
     wait_until(lambda: fired)
     sweep_until(world, pipeline, sheet, ids)

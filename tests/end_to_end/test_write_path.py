@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import select
 from support.waiting import wait_until
 
-from sheetsync import deadletters, emit_answer_submitted, resend_failed
+from sheetsync import deadletters, emit_answer_submitted, emit_answers_submitted, resend_failed
 from sheetsync.crypto import generate_key
 from sheetsync.flush.run import FlushRun
 from sheetsync.flush.writer import REFUSED_REASON
@@ -70,11 +70,9 @@ def test_a_reply_without_a_parseable_range_still_counts_as_landed(world, worker,
     first, second = world.answers(form, 5), world.answers(form, 5, start=6)
     admin.garble(1)  # the rows are written; updatedRange says 'Sheet1'
 
-    for answer_id in first:
-        emit_answer_submitted(answer_id)
+    emit_answers_submitted(first)
     wait_until(lambda: not world.leftover_keys(), timeout=30)
-    for answer_id in second:
-        emit_answer_submitted(answer_id)
+    emit_answers_submitted(second)
     wait_until(lambda: not world.leftover_keys(), timeout=30)
 
     assert world.ids_in(sheet) == first + second
@@ -92,8 +90,7 @@ def test_recovery_finds_rows_that_moved_above_the_last_known_row(
     form = world.form()
     sheet = world.sheet(form)
     first, second = world.answers(form, 5), world.answers(form, 5, start=6)
-    for answer_id in first:
-        emit_answer_submitted(answer_id)
+    emit_answers_submitted(first)
     wait_until(lambda: not world.leftover_keys(), timeout=30)
 
     fired = []
@@ -107,8 +104,7 @@ def test_recovery_finds_rows_that_moved_above_the_last_known_row(
         return original(run, batch, *args, **kwargs)
 
     monkeypatch.setattr(FlushRun, "settle", crash)
-    for answer_id in second:
-        emit_answer_submitted(answer_id)
+    emit_answers_submitted(second)
     wait_until(lambda: fired, timeout=30)
 
     def settled():
