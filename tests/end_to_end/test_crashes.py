@@ -114,6 +114,7 @@ def test_crash_after_completed_before_ltrim(scene, world, worker, monkeypatch, a
     assert admin.stats()["requests"]["by_kind"]["values.append"] == 1
 
 
+@pytest.mark.slow  # 7-8 s of the whole stack: make test runs it, test-fast does not
 def test_worker_killed_mid_flush(world, pipeline_env, worker_processes, admin):
     from sheetsync.services import get_services
 

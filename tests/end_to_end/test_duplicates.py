@@ -39,6 +39,7 @@ def test_a_second_link_to_the_same_sheet_is_refused(world):
         link_sheet(session, form, sheet.spreadsheet_id, sheet.gid)
 
 
+@pytest.mark.slow  # 7-8 s of the whole stack: make test runs it, test-fast does not
 def test_a_second_delivery_after_the_lease_expired_appends_nothing_twice(
     world, worker_processes, admin
 ):
@@ -69,6 +70,7 @@ def test_a_second_delivery_after_the_lease_expired_appends_nothing_twice(
     assert len(world.ids_in(sheet)) == 20
 
 
+@pytest.mark.slow  # 7-8 s of the whole stack: make test runs it, test-fast does not
 def test_redis_losing_the_intent_around_an_append_appends_nothing_twice(
     world, pipeline_env, monkeypatch
 ):

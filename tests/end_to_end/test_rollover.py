@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from datetime import date
 
+import pytest
 from sqlalchemy import select
 from support.forms import EditableForm, by_title, read, sheets_api
 from support.waiting import wait_until
@@ -131,6 +132,7 @@ def test_a_limit_too_small_for_one_row_is_a_configuration_error(world, worker, p
     assert "SHEETSYNC_TAB_CELL_LIMIT" in (entry.error_message or "")
 
 
+@pytest.mark.slow  # 7-8 s of the whole stack: make test runs it, test-fast does not
 def test_an_append_dropped_in_a_new_tab_is_found_there_not_sent_twice(
     world, worker, pipeline_env, admin
 ):
