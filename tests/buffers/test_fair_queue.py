@@ -16,16 +16,21 @@ from sheetsync.sheets.limiter import RateLimiter
 PRO = 4.0
 
 
-@pytest.fixture
-def limiter(redis_url: str) -> RateLimiter:
+def limiter_for(redis_url: str, per_project: int) -> RateLimiter:
+    """A 30 s window, accounts out of the way, the paying weight PRO."""
     settings = Settings.load(
         rate_window_s=30,
         rate_margin_s=0,
         rate_limit_per_account=100,
-        rate_limit_per_project=3,
+        rate_limit_per_project=per_project,
         rate_priority_weight=PRO,
     )
-    limiter = RateLimiter(redis.Redis.from_url(redis_url), settings)
+    return RateLimiter(redis.Redis.from_url(redis_url), settings)
+
+
+@pytest.fixture
+def limiter(redis_url: str) -> RateLimiter:
+    limiter = limiter_for(redis_url, per_project=3)
     for n in range(3):  # the project's write window, full for 30 s
         limiter.take(f"filler{n}")
     return limiter
@@ -56,14 +61,7 @@ def test_a_paying_newcomer_goes_before_waiting_free_owners(limiter: RateLimiter)
 def flowing(redis_url: str) -> RateLimiter:
     """A limiter whose project window lets four go at once (a slot every 0.75 s, within
     the burst), so a test can serve turns and move the queue's clock."""
-    settings = Settings.load(
-        rate_window_s=30,
-        rate_margin_s=0,
-        rate_limit_per_account=100,
-        rate_limit_per_project=40,
-        rate_priority_weight=PRO,
-    )
-    return RateLimiter(redis.Redis.from_url(redis_url), settings)
+    return limiter_for(redis_url, per_project=40)
 
 
 def test_a_newcomer_goes_before_the_busy_turns_that_end_with_its_own(
