@@ -54,6 +54,11 @@ class PushThread:
         self._lock = threading.Lock()
         self._pid = -1
         self._queue: queue.Queue[Item] = queue.Queue(max_waiting)
+        # A fork while another thread starts the parent's thread would copy the lock held.
+        os.register_at_fork(after_in_child=self._forget_the_parents_lock)
+
+    def _forget_the_parents_lock(self) -> None:
+        self._lock = threading.Lock()
 
     def submit(self, services: Services, pushes: Pushes) -> None:
         """Push ``pushes`` soon, from the thread (now, from the caller, if it is behind)."""

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import os
+import select
+import signal
 import threading
 
 from sheetsync import emit_answer_submitted, wait_for_pushes
@@ -86,6 +88,26 @@ def test_a_forked_child_pushes_from_a_thread_of_its_own() -> None:
     os.waitpid(pid, 0)
     assert os.read(read, 1) == b"1"
     assert recorder.sent == [{(KEY, "q"): ["parent"]}]
+
+
+def test_a_child_forked_while_the_parent_starts_its_thread_does_not_hang() -> None:
+    recorder = Recorder()
+    thread = PushThread(recorder)
+    read, write = os.pipe()
+    with thread._lock:  # another thread of the parent, starting the parent's thread
+        pid = os.fork()
+        if pid == 0:
+            try:
+                thread.submit(object(), {(KEY, "q"): ["child"]})
+                os.write(write, b"1" if thread.wait(5) else b"0")
+            finally:
+                os._exit(0)
+    answered, _, _ = select.select([read], [], [], 10)
+    if not answered:  # the child hangs on the lock it was forked with
+        os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    assert answered, "the forked child hung"
+    assert os.read(read, 1) == b"1"
 
 
 def test_an_emit_in_the_apps_transaction_reaches_redis_after_the_commit(world, pipeline):
