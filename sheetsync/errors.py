@@ -104,8 +104,17 @@ class PermanentError(SheetsError):
 
 
 class ContentRefusedError(PermanentError):
-    """Google refused the values of a write (a 400 caused by what the rows hold): the
-    sheet is fine, some row is not. The flush finds the refused rows and fails them."""
+    """Google refused the values of a write (a 400 caused by what the rows hold, or a
+    request too large): the sheet is fine, some row is not. The flush finds the refused
+    rows and fails them."""
+
+
+class UnexplainedRefusalError(ContentRefusedError):
+    """Google refused a write with a 4xx that names neither the credential, the access,
+    the spreadsheet, the range nor the cell limit: most likely a row, possibly the
+    request itself. The flush looks for the rows as for a content refusal, and stops
+    looking (the whole buffer fails as a :class:`PermanentError`) when the first two
+    rows it sends alone are both refused."""
 
 
 class RateLimited(SheetSyncError):  # noqa: N818 (reads as the condition it is)

@@ -1,5 +1,6 @@
-"""batchUpdate addSheet and updateSheetProperties, the spreadsheet's time zone and the
-cell limit (a setting of the emulator), through google-api-python-client."""
+"""batchUpdate addSheet and updateSheetProperties, the spreadsheet's time zone, the cell
+limit and the request size limit (settings of the emulator), through
+google-api-python-client."""
 
 from __future__ import annotations
 
@@ -172,7 +173,11 @@ def test_time_zone_is_google_s_default_and_can_be_chosen(
         "Europe/Paris",
     )
     emulator_admin.reset()
-    assert emulator_admin.settings() == {"max_cells": 10_000_000, "time_zone": "Etc/GMT"}
+    assert emulator_admin.settings() == {
+        "max_cells": 10_000_000,
+        "time_zone": "Etc/GMT",
+        "max_request_bytes": 10 * 1024 * 1024,
+    }
     sheets = connect("owner")
     created = sheets.create(body={"properties": {"title": "x"}}).execute()
     assert created["properties"]["timeZone"] == "Etc/GMT"
@@ -322,3 +327,28 @@ def test_presentation_is_accepted_and_values_are_not_faked(
     read = sheets.values().get(spreadsheetId=spreadsheet_id, range="Sheet1!A1").execute()
     assert read["values"] == [["2.0"]]
     assert "userEnteredValue" in error["message"]
+
+
+def test_a_request_above_the_size_limit_is_refused_whole(
+    connect: Any, emulator_admin: EmulatorAdmin
+) -> None:
+    """Google's front end answers a body above 10 MiB with a 400 and writes nothing; the
+    limit is a setting so a test need not send 10 MiB."""
+    sheets = connect("owner")
+    spreadsheet_id, _ = emulator_admin.create_spreadsheet("owner")
+    emulator_admin.set_settings(max_request_bytes=50_000)
+    values = sheets.values()
+
+    def append(text: str) -> Any:
+        body = {"values": [["a", text]]}
+        return values.append(
+            spreadsheetId=spreadsheet_id, range="A1", valueInputOption="RAW", body=body
+        )
+
+    error = refused(append("x" * 50_000))
+    assert error["message"] == "Request payload size exceeds the limit: 50000 bytes."
+    append("x" * 40_000).execute()
+    got = values.get(spreadsheetId=spreadsheet_id, range="A1:B9").execute()
+    assert [row[0] for row in got["values"]] == ["a"]  # the refused one wrote nothing
+    emulator_admin.reset()
+    assert emulator_admin.settings()["max_request_bytes"] == 10 * 1024 * 1024

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from sheetsync.errors import ConfigError, CryptoError, ValidationError
 from sheetsync.flush.hydrate import fetch_answers
 from sheetsync.flush.layout import FormLayout, load_layout
-from sheetsync.flush.rows import RowBuilder
+from sheetsync.flush.rows import RowBuilder, fit_cell, utf16_length
 from sheetsync.flush.typed import Cell
 from sheetsync.keys import BufferKey
 from sheetsync.ledger import SETTLED
@@ -22,6 +22,9 @@ from sheetsync.settings import Settings
 #: Reasons recorded on FAILED ledger rows.
 MISSING_ANSWER = "answer no longer exists"
 OTHER_FORM = "answer belongs to another form"
+TOO_LARGE = "its row cannot be cut to fit one request (SHEETSYNC_REQUEST_BYTES_MAX)"
+#: A row too large for one request has its longest cells cut, none below this size.
+MIN_CUT_CELL_BYTES = 200
 
 
 def estimate_bytes(row: Sequence[Cell]) -> int:
@@ -31,17 +34,56 @@ def estimate_bytes(row: Sequence[Cell]) -> int:
     cell costs its ASCII characters plus 6 per other code unit, plus quotes and a comma
     (escaped quotes and control characters are a few bytes more; the budget leaves room).
     """
-    size = 2
-    for cell in row:
-        if not isinstance(cell, str):
-            size += len(repr(cell)) + 1
-        elif cell.isascii():
-            size += len(cell) + 3
+    return 2 + sum(_cell_bytes(cell) for cell in row)
+
+
+def _cell_bytes(cell: Cell) -> int:
+    if not isinstance(cell, str):
+        return len(repr(cell)) + 1
+    if cell.isascii():
+        return len(cell) + 3
+    ascii_chars = len(cell.encode("ascii", "ignore"))
+    return ascii_chars + 6 * (utf16_length(cell) - ascii_chars) + 3
+
+
+def fit_row(row: list[Cell], budget: int) -> list[Cell] | None:
+    """``row`` with its longest text cells cut (each with its visible marker) so that
+    the row alone takes at most ``budget`` bytes of a request; None when even cells of
+    :data:`MIN_CUT_CELL_BYTES` would not fit.
+
+    The cut is even: every cell above one size is cut to that size, the largest such
+    size that fits (water-filling), so one huge answer does not empty its neighbours.
+    The answer id (column A) is never cut: it is the row's identity.
+    """
+    sizes = [_cell_bytes(cell) for cell in row]
+    total = 2 + sum(sizes)
+    if total <= budget:
+        return row
+    cuttable = [i for i, cell in enumerate(row) if i > 0 and isinstance(cell, str)]
+    fixed = total - sum(sizes[i] for i in cuttable)
+
+    def used(cap: int) -> int:
+        return fixed + sum(min(sizes[i], cap) for i in cuttable)
+
+    low, high = 0, max((sizes[i] for i in cuttable), default=0)
+    while low < high:  # the largest cap whose row fits
+        middle = (low + high + 1) // 2
+        if used(middle) <= budget:
+            low = middle
         else:
-            ascii_chars = len(cell.encode("ascii", "ignore"))
-            code_units = len(cell.encode("utf-16-le")) // 2
-            size += ascii_chars + 6 * (code_units - ascii_chars) + 3
-    return size
+            high = middle - 1
+    if low < MIN_CUT_CELL_BYTES:
+        return None
+    fitted = list(row)
+    for i in cuttable:
+        if sizes[i] > low:
+            text = fitted[i]
+            assert isinstance(text, str)
+            # Quotes and a comma, and the marker's non-ASCII "…" (6 bytes for 1 unit);
+            # a cell with other non-ASCII text may cost 6 bytes a unit.
+            units = low - 8 if text.isascii() else (low - 3) // 6
+            fitted[i] = fit_cell(text, units)
+    return fitted
 
 
 @dataclass
@@ -60,19 +102,40 @@ class Batch:
     failed: dict[str, str] = field(default_factory=dict)
 
     def cut(self, max_bytes: int) -> Batch:
-        """The longest prefix whose request stays under ``max_bytes`` (at least one row).
+        """The longest prefix whose request stays under ``max_bytes``.
 
         The cut is between rows, never inside one; ids after the cut stay in the list.
+        A first row too large for any request has its longest cells cut to fit
+        (:func:`fit_row`), or fails alone when it cannot be: no request is built above
+        the budget, so one answer never takes its neighbours' request down with it.
         """
         # 2% and 200 bytes of room for the envelope and escapes the estimate leaves out.
         budget = int(max_bytes * 0.98) - 200
-        used, keep = 0, 0
-        for row in self.rows:
-            used += estimate_bytes(row)
-            if used > budget and keep > 0:
+        batch = replace(
+            self,
+            rows=list(self.rows),
+            appended_ids=list(self.appended_ids),
+            positions=list(self.positions),
+            failed=dict(self.failed),
+        )
+        used = keep = 0
+        while keep < len(batch.rows):
+            size = estimate_bytes(batch.rows[keep])
+            if size > budget and keep == 0:
+                fitted = fit_row(batch.rows[0], budget)
+                if fitted is None:
+                    batch.failed[batch.appended_ids[0]] = (
+                        f"answer {batch.appended_ids[0]}: {TOO_LARGE}"
+                    )
+                    del batch.rows[0], batch.appended_ids[0], batch.positions[0]
+                    continue
+                batch.rows[0] = fitted
+                size = estimate_bytes(fitted)
+            used += size
+            if used > budget:
                 break
             keep += 1
-        return self.keep_rows(keep)
+        return batch.keep_rows(keep)
 
     def keep_rows(self, keep: int) -> Batch:
         """The first ``keep`` rows (and the head of the list up to them); ids after the

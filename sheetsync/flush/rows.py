@@ -16,6 +16,7 @@ message is ``answer <id>, question <id or ->: <what> (<error class>)``, never th
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, tzinfo
 from zoneinfo import ZoneInfo
@@ -49,24 +50,57 @@ def header_row(layout: FormLayout, settings: Settings | None = None) -> list[str
     return [fit_cell(text, limit) for text in cells]
 
 
+#: A UTF-16 surrogate on its own: JSON can carry it, Google cannot store it.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+#: What a lone surrogate becomes.
+REPLACEMENT_CHARACTER = "\ufffd"
+
+
+def utf16_length(text: str) -> int:
+    """``text``'s length as Google counts a cell's: in UTF-16 code units (an emoji is 2)."""
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
 def fit_cell(text: str, limit: int) -> str:
-    """``text`` if it fits in ``limit`` characters, else cut with a visible marker.
+    """``text`` as a cell Google takes: lone surrogates replaced by U+FFFD, and cut to
+    ``limit`` UTF-16 code units (Google's measure) with a visible marker.
 
     The marker says how many characters were cut, e.g. ``… [truncated 12,345 chars]``,
-    and the result is never longer than ``limit``.
+    and the result is never longer than ``limit`` units. The cut never splits a pair.
     """
-    if len(text) <= limit:
+    if not text.isascii() and _SURROGATE.search(text):
+        text = _SURROGATE.sub(REPLACEMENT_CHARACTER, text)
+    if len(text) <= limit // 2 or utf16_length(text) <= limit:
         return text
+    units = text.encode("utf-16-le")
     keep = limit
     marker = ""
     # The marker's length depends on the count it reports; settle in a step or two.
     for _ in range(4):
-        marker = f"… [truncated {len(text) - keep:,} chars]"
+        kept = _utf16_prefix(units, keep)
+        marker = f"… [truncated {len(text) - len(kept):,} chars]"
         new_keep = max(limit - len(marker), 0)
         if new_keep == keep:
             break
         keep = new_keep
-    return (text[:keep] + marker)[:limit]
+    kept = _utf16_prefix(units, keep)
+    return kept + marker[: limit - utf16_length(kept)]
+
+
+def _utf16_prefix(units: bytes, count: int) -> str:
+    """The first ``count`` UTF-16 code units of ``units`` (UTF-16-LE), less a high
+    surrogate its pair would be cut from."""
+    end = 2 * count
+    if 0 < end < len(units) and 0xD8 <= units[end - 1] <= 0xDB:
+        end -= 2
+    return units[:end].decode("utf-16-le")
+
+
+def _text_cell(value: str, limit: int) -> str:
+    """A text cell; the fast test first (most cells are short, many ASCII)."""
+    return value if value.isascii() and len(value) <= limit else fit_cell(value, limit)
 
 
 class RowBuilder:
@@ -169,7 +203,7 @@ class RowBuilder:
         try:
             answer = answer_context(answer_id) if contexts else b""
             row = [answer_id, user_name or "", self._format_time(submitted_at), *self._blank]
-            if user_name and len(user_name) > limit:
+            if user_name and not (user_name.isascii() and len(user_name) <= limit):
                 row[1] = fit_cell(user_name, limit)
             for item in answer_items:
                 index = cells[item["questionId"]]
@@ -185,12 +219,13 @@ class RowBuilder:
                     elif value is not None:
                         raise TypeError
                 if type(value) is str:
-                    row[index] = value if len(value) <= limit else fit_cell(value, limit)
+                    ok = value.isascii() and len(value) <= limit
+                    row[index] = value if ok else fit_cell(value, limit)
                 elif value is None:
                     row[index] = ""
                 elif index != width:  # choices, or a stray number; anything when ignored
                     cell = _join_choices(value) if type(value) is list else _scalar_text(value)
-                    row[index] = cell if len(cell) <= limit else fit_cell(cell, limit)
+                    row[index] = _text_cell(cell, limit)
         except Exception:
             row = self._build_checked(answer_id, user_name, submitted_at, answer_items)
             return self._typed_row(row, submitted_at)
@@ -231,7 +266,7 @@ class RowBuilder:
             row = [""] * self._width
             row[0] = answer_id
             if user_name:
-                row[1] = user_name if len(user_name) <= limit else fit_cell(user_name, limit)
+                row[1] = _text_cell(user_name, limit)
             row[2] = format_time(submitted_at, self.zone)
             for position, item in enumerate(answer_items):
                 question_id = None
@@ -255,7 +290,7 @@ class RowBuilder:
                     cell = self._personal_cell(value, context)
                 else:
                     cell = _cell(value)
-                row[index] = cell if len(cell) <= limit else fit_cell(cell, limit)
+                row[index] = _text_cell(cell, limit)
         except _RowError as refused:
             raise _answer_error(
                 answer_id, question_id, refused.description, refused.error_class

@@ -344,9 +344,9 @@ class FlushRun:
     def write_and_settle(self, batch: Batch) -> tuple[int, float]:
         """Append the batch and settle it. Returns the ids left in the list and the
         oldest one's age (s)."""
+        batch = batch.cut(self.services.settings.request_bytes_max)
         if not batch.rows:
             return self.settle(batch, [], {}, last_row=None, intent_id=None)
-        batch = batch.cut(self.services.settings.request_bytes_max)
         assert self._layout is not None  # set by next_batch
         batch = self.rollover.fit(batch, header_row(self._layout, self.services.settings))
         cache = self.services.store.sheet_cache(self.key)

@@ -14,11 +14,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from sheetsync.buffers.store import Lease
-from sheetsync.errors import ContentRefusedError, StaleRunError, TransientError
+from sheetsync.errors import (
+    ContentRefusedError,
+    StaleRunError,
+    TransientError,
+    UnexplainedRefusalError,
+)
 from sheetsync.flush import intents
 from sheetsync.flush.sheet import ActiveTab
 from sheetsync.flush.typed import Cell
 from sheetsync.sheets.client import quote_title
+from sheetsync.sheets.google_errors import VALUES_REFUSED
 
 log = logging.getLogger(__name__)
 
@@ -29,8 +35,11 @@ DEFAULT_MIN_REQUEST_S = 0.5
 #: falls before the lease's end; the margin covers hosts whose clocks run at different
 #: rates. A successor never reads the sheet while this run's append may still land.
 DEFAULT_LEASE_MARGIN_S = 1.0
-#: Recorded FAILED for a row Google refused.
+#: Recorded FAILED for a row whose values Google refused.
 REFUSED_REASON = "Google refused the row's values (400 INVALID_ARGUMENT)"
+#: Recorded FAILED for a row Google refused for another reason: the error's own words
+#: (status and codes, never Google's text) follow.
+REFUSED_OTHERWISE = "Google refused the row"
 
 
 @dataclass
@@ -94,13 +103,18 @@ class SheetWriter:
         intent_id: int,
         appended: Appended,
     ) -> None:
-        """Append ``rows``; on a 400 for their content, split them until the refused rows
-        are alone. (Row 1 was written before: :mod:`sheetsync.flush.header`.)
+        """Append ``rows``; when Google refuses them for their content (a 400 on the
+        values, a request too large, any other 4xx that names no credential, access,
+        spreadsheet or range), split them until the refused rows are alone. (Row 1 was
+        written before: :mod:`sheetsync.flush.header`.)
 
         Each part after the first renews the lease and moves the intent's deadline with
-        it, so a successor still waits for the last append that may land."""
+        it, so a successor still waits for the last append that may land. An unexplained
+        4xx that refuses the first two rows sent alone, with nothing landed, is the
+        request's fault, not theirs: it is raised for the whole buffer, as before."""
         segments = [(rows, ids)]
         first = True
+        unexplained_alone = 0
         while segments:
             part_rows, part_ids = segments.pop(0)
             if not first:
@@ -116,11 +130,15 @@ class SheetWriter:
                 result = self.access.client.append_rows(
                     self.access.key.spread_sheet_id, f"{quote_title(title)}!A:A", part_rows
                 )
-            except ContentRefusedError:
+            except ContentRefusedError as refusal:
                 self.access.tally.requests.append("values.append (refused)")
                 if len(part_rows) == 1:
+                    if isinstance(refusal, UnexplainedRefusalError):
+                        unexplained_alone += 1
+                        if unexplained_alone >= 2 and not appended.landed:
+                            raise
                     log.warning("flush of %s: Google refused one row", self.access.key.base)
-                    appended.refused[part_ids[0]] = f"answer {part_ids[0]}: {REFUSED_REASON}"
+                    appended.refused[part_ids[0]] = f"answer {part_ids[0]}: {_reason(refusal)}"
                     continue
                 half = len(part_rows) // 2
                 segments[:0] = [
@@ -141,6 +159,13 @@ class SheetWriter:
     def _drop_intent(self, intent_id: int) -> None:
         with self.access.services.sessions.begin() as session:
             intents.resolve(session, intent_id)
+
+
+def _reason(refusal: ContentRefusedError) -> str:
+    """Why a lone row was refused, in words that hold no value of it."""
+    if str(refusal).endswith(VALUES_REFUSED):
+        return REFUSED_REASON
+    return f"{REFUSED_OTHERWISE} ({refusal})"
 
 
 def request_deadline(renewing_at: float, lease: Lease, lease_s: float) -> float:

@@ -31,6 +31,7 @@ from sheetsync.errors import (
     SheetFullError,
     SheetsError,
     TransientError,
+    UnexplainedRefusalError,
 )
 
 #: The one logger that sees Google's own error text, at DEBUG only: its messages can
@@ -79,6 +80,11 @@ _STATUS = re.compile(r"[A-Z]+(?:_[A-Z]+){0,3}")
 _CODE = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 #: How Google's 400s for the values of a write begin (the sheet itself is fine).
 _CONTENT_REFUSALS = ("Invalid values[", "Your input contains more than the maximum")
+#: Our words for a 400 on the values of a write.
+VALUES_REFUSED = "Google refused the values of a row"
+#: How Google's front end refuses a body above its size limit (10 MiB) with a 400; a
+#: larger one may get a 413 instead.
+_TOO_LARGE = "Request payload size exceeds the limit"
 #: Google's 400 for a write past the spreadsheet's cell limit (a batchUpdate puts
 #: "Invalid requests[0].addSheet: " in front).
 _CELL_LIMIT = "This action would increase the number of cells in the workbook above the limit"
@@ -126,13 +132,17 @@ def _from_http_error(exc: HttpError, *, write: bool) -> SheetsError:
     if status == 400 and write and _CELL_LIMIT in answer.message:
         return SheetFullError(f"{head}: the spreadsheet is at Google's cell limit", **fields)
     if status == 400 and write and answer.message.startswith(_CONTENT_REFUSALS):
-        return ContentRefusedError(f"{head}: Google refused the values of a row", **fields)
+        return ContentRefusedError(f"{head}: {VALUES_REFUSED}", **fields)
+    if write and (status == 413 or (status == 400 and answer.message.startswith(_TOO_LARGE))):
+        return ContentRefusedError(f"{head}: the request was too large for Google", **fields)
     if status == 400 and answer.message.startswith("Unable to parse range"):
         return PermanentError(f"{head}: no such range (was the tab renamed?)", **fields)
     if status == 403:
         return PermanentError(f"{head}: the owner has no access to the spreadsheet", **fields)
     if status == 404:
         return PermanentError(f"{head}: the spreadsheet was not found", **fields)
+    if write and 400 <= status < 500:
+        return UnexplainedRefusalError(f"{head}: Google refused the request", **fields)
     return PermanentError(f"{head}: Google refused the request", **fields)
 
 

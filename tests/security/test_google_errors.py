@@ -28,6 +28,7 @@ from sheetsync.errors import (
     PermanentError,
     SheetsError,
     TransientError,
+    UnexplainedRefusalError,
 )
 from sheetsync.settings import Settings
 from sheetsync.sheets.client import SheetsClient
@@ -113,9 +114,45 @@ CASES = [
             ),
         ),
         True,
-        PermanentError,
+        UnexplainedRefusalError,
         "Sheets API 400 INVALID_ARGUMENT (badRequest): Google refused the request",
         id="400-other",
+    ),
+    pytest.param(
+        http_error(400, google_error(400, "INVALID_ARGUMENT", f"Invalid data: {CANARY}")),
+        False,
+        PermanentError,
+        "Sheets API 400 INVALID_ARGUMENT: Google refused the request",
+        id="400-other-read",
+    ),
+    pytest.param(
+        http_error(
+            400,
+            google_error(
+                400,
+                "INVALID_ARGUMENT",
+                "Request payload size exceeds the limit: 10485760 bytes.",
+                details=[FIELD_VIOLATION],
+            ),
+        ),
+        True,
+        ContentRefusedError,
+        "Sheets API 400 INVALID_ARGUMENT: the request was too large for Google",
+        id="400-payload-size",
+    ),
+    pytest.param(
+        http_error(413, f"<html>413. That's an error. {CANARY}</html>".encode()),
+        True,
+        ContentRefusedError,
+        "Sheets API 413: the request was too large for Google",
+        id="413",
+    ),
+    pytest.param(
+        http_error(409, google_error(409, "ABORTED", f"Conflict: {CANARY}")),
+        True,
+        UnexplainedRefusalError,
+        "Sheets API 409 ABORTED: Google refused the request",
+        id="409-write",
     ),
     pytest.param(
         http_error(

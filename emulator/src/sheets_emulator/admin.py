@@ -287,15 +287,22 @@ class EmulatorAdmin:
         return result
 
     def set_settings(
-        self, *, max_cells: int | None = None, time_zone: str | None = None
+        self,
+        *,
+        max_cells: int | None = None,
+        time_zone: str | None = None,
+        max_request_bytes: int | None = None,
     ) -> dict[str, Any]:
-        """Change the cell limit of every spreadsheet (Google's: 10,000,000) or the time
-        zone of new ones (``Etc/GMT``); returns both. :meth:`reset` restores them."""
+        """Change the cell limit of every spreadsheet (Google's: 10,000,000), the time
+        zone of new ones (``Etc/GMT``) or the largest request body the Sheets API takes
+        (Google's: 10 MiB); returns them all. :meth:`reset` restores them."""
         changes: dict[str, Any] = {}
         if max_cells is not None:
             changes["max_cells"] = max_cells
         if time_zone is not None:
             changes["time_zone"] = time_zone
+        if max_request_bytes is not None:
+            changes["max_request_bytes"] = max_request_bytes
         result: dict[str, Any] = self._call("PUT", "/settings", changes)
         return result
 

@@ -258,8 +258,9 @@ async def get_settings(request: web.Request) -> web.Response:
 
 
 async def set_settings(request: web.Request) -> web.Response:
-    """``{"max_cells": N, "time_zone": "Europe/Paris"}`` (either): the cell limit of every
-    spreadsheet, the time zone of new ones."""
+    """``{"max_cells": N, "time_zone": "Europe/Paris", "max_request_bytes": N}`` (any):
+    the cell limit of every spreadsheet, the time zone of new ones, the largest request
+    body the Sheets API takes."""
     body = json_body(await request.read())
     state = _state(request)
     state.update_settings(body)

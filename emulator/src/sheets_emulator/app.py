@@ -31,8 +31,9 @@ from sheets_emulator.responses import (
 )
 from sheets_emulator.state import EmulatorState
 
-#: Largest request body accepted (Google recommends 2 MB per request; allow headroom).
-MAX_REQUEST_BYTES = 32 * 1024 * 1024
+#: Largest request body aiohttp reads at all (its 413 above); below it, the Sheets API's
+#: own limit (EmulatorState.max_request_bytes, Google's 10 MiB) answers a 400.
+MAX_BODY_BYTES = 32 * 1024 * 1024
 
 
 async def sheets_api(request: web.Request) -> web.StreamResponse:
@@ -53,6 +54,8 @@ async def sheets_api(request: web.Request) -> web.StreamResponse:
     # Read the whole body first: a client that times out during a hang closes the
     # connection, and the request it already sent must still be served after the hang.
     raw_body = await request.read()
+    if len(raw_body) > state.max_request_bytes:
+        return error_response(state, request_too_large(state.max_request_bytes))
     try:
         body: dict[str, Any] | None = json_body(raw_body)
     except ApiError:
@@ -106,6 +109,11 @@ def _serve(
     return json_response(result)
 
 
+def request_too_large(limit: int) -> ApiError:
+    """Google's answer to a body above its size limit: before quotas, nothing written."""
+    return ApiError.google(400, f"Request payload size exceeds the limit: {limit} bytes.")
+
+
 def _fault_error(state: EmulatorState, fault: Fault, access: Access) -> ApiError:
     if fault.status == 429:
         return quota_exceeded(access, "account", state.quotas.limits.limit(access, "account"))
@@ -118,7 +126,7 @@ async def _to_admin_index(request: web.Request) -> web.StreamResponse:
 
 def make_app(state: EmulatorState | None = None) -> web.Application:
     """The whole emulator as one aiohttp application."""
-    app = web.Application(client_max_size=MAX_REQUEST_BYTES)
+    app = web.Application(client_max_size=MAX_BODY_BYTES)
     app[STATE_KEY] = state or EmulatorState()
     app.router.add_get("/", _to_admin_index)
     app.router.add_get("/_emulator", _to_admin_index)

@@ -24,6 +24,10 @@ DEFAULT_ROW_COUNT = 1000
 DEFAULT_COLUMN_COUNT = 26
 #: Google's limit on the cells (grid size, not data) of one spreadsheet.
 MAX_CELLS = 10_000_000
+#: The largest request body Google's front end takes: above it, a 400 INVALID_ARGUMENT
+#: "Request payload size exceeds the limit: 10485760 bytes." (Google APIs' documented
+#: 10 MiB), and nothing is written.
+MAX_REQUEST_BYTES = 10 * 1024 * 1024
 #: The time zone of a new spreadsheet (Google's for the recorded accounts).
 DEFAULT_TIME_ZONE = "Etc/GMT"
 

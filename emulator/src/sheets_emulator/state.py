@@ -18,6 +18,7 @@ from sheets_emulator.sheets import (
     DEFAULT_ROW_COUNT,
     DEFAULT_TIME_ZONE,
     MAX_CELLS,
+    MAX_REQUEST_BYTES,
     SheetLimits,
     Spreadsheet,
     new_spreadsheet_id,
@@ -47,14 +48,20 @@ class EmulatorState:
         self.faults = FaultBook()
         self.sheet_limits = SheetLimits(MAX_CELLS)
         self.default_time_zone = DEFAULT_TIME_ZONE
+        self.max_request_bytes = MAX_REQUEST_BYTES
 
     def settings(self) -> dict[str, Any]:
         """What ``/_emulator/settings`` shows and sets; :meth:`reset` restores them."""
-        return {"max_cells": self.sheet_limits.max_cells, "time_zone": self.default_time_zone}
+        return {
+            "max_cells": self.sheet_limits.max_cells,
+            "time_zone": self.default_time_zone,
+            "max_request_bytes": self.max_request_bytes,
+        }
 
     def update_settings(self, changes: dict[str, Any]) -> None:
-        """Change the cell limit (every spreadsheet) or new spreadsheets' time zone."""
-        unknown = set(changes) - {"max_cells", "time_zone"}
+        """Change the cell limit (every spreadsheet), new spreadsheets' time zone or the
+        largest request body the Sheets API takes."""
+        unknown = set(changes) - {"max_cells", "time_zone", "max_request_bytes"}
         if unknown:
             raise ApiError.invalid_argument(f"Unknown settings: {', '.join(sorted(unknown))}")
         if "max_cells" in changes:
@@ -64,6 +71,11 @@ class EmulatorState:
             self.sheet_limits.max_cells = max_cells
         if "time_zone" in changes:
             self.default_time_zone = check_time_zone(changes["time_zone"])
+        if "max_request_bytes" in changes:
+            size = changes["max_request_bytes"]
+            if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+                raise ApiError.invalid_argument("'max_request_bytes' must be a positive integer")
+            self.max_request_bytes = size
 
     def create_spreadsheet(
         self, owner: str, title: str | None, sheets: list[dict[str, Any]] | None
