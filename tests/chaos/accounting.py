@@ -31,9 +31,14 @@ OUTCOMES = (
     "lost",
     "duplicated",
     "stranded",
+    "refused by Google",
 )
-#: The outcomes a run must not have.
-BAD_OUTCOMES = ("lost", "duplicated", "stranded")
+#: The outcomes a run must not have. The run injects no refusal: a row Google refused
+#: (FAILED for it, or in a PERMANENT dead letter) was a request built above Google's
+#: limits, by a hostile answer or one of its neighbours.
+BAD_OUTCOMES = ("lost", "duplicated", "stranded", "refused by Google")
+#: How a FAILED reason says Google refused the row (sheetsync.flush.writer, batches).
+_REFUSAL_WORDS = ("Google refused", "cannot be cut to fit")
 #: "restored after a deletion": a person deleted the row while its append was still
 #: unconfirmed (not yet COMPLETED in the ledger, e.g. the response was dropped); the
 #: recovery read cannot find it, so it is appended again. The sheet holds it once. Had
@@ -230,7 +235,11 @@ def _classify(
             return "stranded", f"CREDENTIAL dead letter {entry.id} PENDING after reconnecting"
         if entry.next_attempt_at <= now:
             return "stranded", f"dead letter {entry.id} due since {entry.next_attempt_at:%T}"
+        if entry.reason == "PERMANENT":
+            return "refused by Google", f"PERMANENT dead letter {entry.id}"
         return "dead letter", f"{entry.reason} dead letter {entry.id}"
+    if state == "FAILED" and any(words in (error or "") for words in _REFUSAL_WORDS):
+        return "refused by Google", f"FAILED: {error}"
     if state in ("FAILED", "VALIDATION_FAILED"):
         return "FAILED", f"{state}: {error or '(no reason)'}"
     return "lost", f"no row, not deleted, ledger {state}, no open dead letter"

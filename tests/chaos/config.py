@@ -55,7 +55,13 @@ SHORT_TIMINGS: dict[str, str] = {
     # task held by a dead or skewed worker is redelivered during the run.
     "VISIBILITY_TIMEOUT_S": "30",
     "ALERT_TIMEOUT_S": "1",
+    # Small enough that a hostile oversized answer is far above it; the emulator refuses
+    # any body above it, as Google does above its own limit (see REQUEST_BYTES_MAX).
+    "REQUEST_BYTES_MAX": "400000",
 }
+#: The emulator's request size limit: the run's budget, so a request built above the
+#: budget is refused whole (a bad outcome in the accounting).
+REQUEST_BYTES_MAX = 400_000
 #: The emulator's quotas: Google's per-minute numbers over the short window above.
 QUOTA_WINDOW_S = 10.0
 QUOTA_PER_ACCOUNT = 60

@@ -31,6 +31,11 @@ def format_report(report: ChaosReport) -> str:
     lines.append(
         f"   {'total':<30}{accounting.targets:>8}  ({accounting.answers} answers stored, emitted)"
     )
+    kinds = Counter(report.hostile.values())
+    lines.append(
+        f"   hostile answers among them: {kinds['oversized']} oversized (megabytes a row), "
+        f"{kinds['surrogates']} with lone surrogates"
+    )
     lines += ["", f"   {'fault':<20}{'injected':>9}{'skipped':>9}{'unfired':>9}"]
     for kind in FAULT_KINDS:
         if kind not in config.kinds:

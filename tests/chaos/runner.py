@@ -23,6 +23,7 @@ from chaos.config import (
     QUOTA_PER_ACCOUNT,
     QUOTA_PER_PROJECT,
     QUOTA_WINDOW_S,
+    REQUEST_BYTES_MAX,
     SHORT_TIMINGS,
     ChaosConfig,
 )
@@ -63,6 +64,8 @@ class ChaosReport:
     emit_failures: list[tuple[str, str]] = field(default_factory=list)
     links_accepted: int = 0
     links_refused: int = 0
+    #: Answer id -> "oversized" or "surrogates" (webapp.Journal.hostile).
+    hostile: dict[str, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -103,6 +106,7 @@ class Chaos:
                 write_per_project=QUOTA_PER_PROJECT,
                 window_s=QUOTA_WINDOW_S,
             )
+            admin.set_settings(max_request_bytes=REQUEST_BYTES_MAX)
             webapp = WebApp(config, get_services(), admin)
             webapp.seed()
             env = child_environment(settings)
@@ -149,6 +153,7 @@ class Chaos:
         report.stuck = list(fleet.stuck)
         report.emit_failures = list(journal.emit_failures)
         report.links_refused = journal.duplicate_links_refused
+        report.hostile = dict(journal.hostile)
         report.links_accepted = report.faults.injected["duplicate_link"] - report.links_refused
 
     def _chaos(

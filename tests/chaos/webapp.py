@@ -40,6 +40,12 @@ from sheetsync.services import Services
 
 _PLANS = (Plan.PRO, Plan.FREE, Plan.ENTERPRISE, Plan.PRO_PLUS)
 _UNANSWERED_SHARE = 0.05
+#: Answers a respondent made as bad as they could: every text cell at Google's cell limit
+#: in 6-byte characters (megabytes per row, far above the run's request budget), or text
+#: with lone UTF-16 surrogates in it.
+HOSTILE_SHARE = 0.03
+OVERSIZED = "€" * 50_000
+SURROGATES = "lone \ud800 high and \udc00 low"
 
 
 def canary(seed: int, number: int, question: int) -> str:
@@ -96,6 +102,8 @@ class Journal:
     duplicate_links_refused: int = 0
     canaries: set[str] = field(default_factory=set)
     refresh_tokens: set[str] = field(default_factory=set)
+    #: Answer id -> "oversized" or "surrogates": the hostile answers the app stored.
+    hostile: dict[str, str] = field(default_factory=dict)
 
 
 class WebApp:
@@ -184,6 +192,7 @@ class WebApp:
         rng = random.Random(f"{self.config.seed}:answer:{number}")
         with form.lock:
             questions = list(form.questions)
+        hostile = self._hostile(number)
         items: list[dict[str, Any]] = []
         for position, question in enumerate(questions):
             if question.type is QuestionType.JUMBOTRON:
@@ -193,6 +202,10 @@ class WebApp:
             if rng.random() < _UNANSWERED_SHARE:
                 continue
             value = answer_value(question, rng)
+            if hostile == "oversized" and question.type is not QuestionType.PERSONAL_INFO:
+                value = OVERSIZED
+            elif hostile == "surrogates" and question.type is not QuestionType.PERSONAL_INFO:
+                value = SURROGATES
             if question.type is QuestionType.PERSONAL_INFO:
                 plain = canary(self.config.seed, number, position)
                 with self._lock:
@@ -202,6 +215,15 @@ class WebApp:
                 )
             items.append({"questionId": question.id, "value": value})
         return items
+
+    def _hostile(self, number: int) -> str | None:
+        rng = random.Random(f"{self.config.seed}:hostile:{number}")
+        if rng.random() >= HOSTILE_SHARE:
+            return None
+        kind = rng.choice(("oversized", "surrogates"))
+        with self._lock:
+            self.journal.hostile[self.answer_id(number)] = kind
+        return kind
 
     def emit(self, number: int) -> None:
         """Store answer ``number`` and emit it in the same transaction, as the app does."""
