@@ -32,8 +32,8 @@ def create_app(
     throttle: LoginThrottle | None = None,
 ) -> Starlette:
     """The console for ``settings``; the sampler runs while the app is served. Pages
-    refresh every ``refresh_interval_s`` seconds (0: never). ``throttle`` locks out
-    addresses that keep presenting a wrong token (default: :class:`LoginThrottle`'s)."""
+    refresh every ``refresh_interval_s`` seconds (0: never). ``throttle`` is the tarpit
+    that answers wrong tokens late (default: :class:`LoginThrottle`'s delays)."""
     console = Console(settings, sample_interval_s, refresh_interval_s)
 
     @asynccontextmanager

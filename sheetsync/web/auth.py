@@ -1,11 +1,16 @@
 """Who may use the console, and proof that an action came from one of its own pages.
 
+Every request is HTTP: a WebSocket is refused before it is accepted, with or without
+the token (the console has none), and only the lifespan (start-up and shutdown) passes
+unguarded.
+
 Auth: with ``SHEETSYNC_WEB_TOKEN`` set, every request must carry it, as
 ``Authorization: Bearer <token>`` or as the basic-auth password (any user name), on any
-address; a refusal is a 401 with ``WWW-Authenticate: Basic`` so a browser prompts. A
-client address that keeps presenting a wrong credential is locked out for a while (429,
-``Retry-After``: :mod:`sheetsync.web.throttle`); a request without credentials (a
-browser's first) is not a failure.
+address; a refusal is a 401 with ``WWW-Authenticate: Basic`` so a browser prompts. The
+token is checked first, and the right one always gets in at once; a wrong one is
+answered late, the later the more wrong tokens its client address sent recently (the
+tarpit of :mod:`sheetsync.web.throttle`). A request without credentials (a browser's
+first) is not a failure.
 Without a token the console serves loopback only, and answers only requests whose
 ``Host`` is a loopback name: a page of another site that rebinds its DNS name to
 127.0.0.1 could otherwise read the console (and its CSRF token) as same-origin.
@@ -19,6 +24,7 @@ cookie or server-side session, and it dies with the token or the process. And an
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import hashlib
@@ -27,6 +33,7 @@ import ipaddress
 import logging
 import math
 import secrets
+import time
 from urllib.parse import urlsplit
 
 from starlette.datastructures import Headers
@@ -38,6 +45,8 @@ from sheetsync.web.throttle import LoginThrottle, client_key
 log = logging.getLogger(__name__)
 #: The realm a browser's password prompt shows.
 REALM = "sheetsync console"
+#: Seconds between two warnings about wrong tokens of one kind.
+WARNING_INTERVAL_S = 60.0
 #: The hidden form field that carries the CSRF token.
 CSRF_FIELD = "csrf_token"
 #: Sent with every answer: nothing but our own stylesheet and script load (no inline
@@ -96,12 +105,20 @@ class Guard:
         self, app: ASGIApp, *, token: str | None, throttle: LoginThrottle | None = None
     ) -> None:
         self.app = app
-        self._token = token.encode() if token else None
+        self._token_digest = hashlib.sha256(token.encode()).digest() if token else None
         self.throttle = throttle if throttle is not None else LoginThrottle()
+        #: When each warning was last logged: a flood logs one line a minute, not one a guess.
+        self._warned_at: dict[str, float] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] == "lifespan":  # start-up and shutdown: not a request
             await self.app(scope, receive, send)
+            return
+        if scope["type"] != "http":
+            # The console serves no WebSocket: refuse one before accepting it (the
+            # server answers the handshake 403), whoever asks. Other scopes are unknown.
+            if scope["type"] == "websocket":
+                await send({"type": "websocket.close", "code": 1008})
             return
 
         async def send_secured(message: Message) -> None:
@@ -114,8 +131,8 @@ class Guard:
     async def _guarded(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = Headers(scope=scope)
         refusal: PlainTextResponse | None = None
-        if self._token is not None:
-            refusal = self._refusal(scope, headers.get("authorization"))
+        if self._token_digest is not None:
+            refusal = await self._refusal(scope, receive, headers.get("authorization"))
         elif not is_loopback(host_name(headers.get("host", ""))):
             refusal = PlainTextResponse(
                 "this console answers loopback requests only "
@@ -127,25 +144,26 @@ class Guard:
             return
         await self.app(scope, receive, send)
 
-    def _refusal(self, scope: Scope, authorization: str | None) -> PlainTextResponse | None:
-        """None when ``authorization`` carries the token and its client is not locked
-        out; else the answer that refuses the request."""
-        client = client_key((scope.get("client") or ("", 0))[0])
-        wait = self.throttle.retry_after(client)
-        if wait > 0:
-            seconds = math.ceil(wait)
-            return PlainTextResponse(
-                f"too many failed logins from this address: try again in {seconds} s\n",
-                status_code=429,
-                headers={"Retry-After": str(seconds)},
-            )
+    async def _refusal(
+        self, scope: Scope, receive: Receive, authorization: str | None
+    ) -> PlainTextResponse | None:
+        """None when ``authorization`` carries the token; else the answer that refuses
+        the request, after the tarpit held it for a wrong token."""
         if self.accepts(authorization):
-            self.throttle.succeeded(client)
             return None
         if authorization:
-            lockout = self.throttle.failed(client)
-            if lockout:
-                log.warning("console: failed logins from %s; refusing it for %g s", client, lockout)
+            client = client_key((scope.get("client") or ("", 0))[0])
+            if not await self._hold(client, receive):
+                seconds = math.ceil(self.throttle.max_delay_s)
+                self._warn("full", "console: the tarpit is full; answering wrong tokens at once")
+                return PlainTextResponse(
+                    f"too many wrong tokens: try again in {seconds} s\n",
+                    status_code=429,
+                    headers={"Retry-After": str(seconds)},
+                )
+            if self.throttle.failures(client) > self.throttle.allowed:
+                # The address is left out: it is personal information.
+                self._warn("slowed", "console: wrong tokens keep coming; answering them late")
         return PlainTextResponse(
             "authentication required: send SHEETSYNC_WEB_TOKEN as a bearer token "
             "or as the basic-auth password\n",
@@ -153,12 +171,38 @@ class Guard:
             headers={"WWW-Authenticate": f'Basic realm="{REALM}", charset="UTF-8"'},
         )
 
+    async def _hold(self, client: str, receive: Receive) -> bool:
+        """The tarpit's :meth:`LoginThrottle.wrong_token`, cut short when the client
+        hangs up: a guesser that gives up frees its place, and a stopping server waits
+        for no one. The request is refused, so its body is read here, unused."""
+        held = asyncio.ensure_future(self.throttle.wrong_token(client))
+        gone = asyncio.ensure_future(_hang_up(receive))
+        try:
+            await asyncio.wait((held, gone), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            gone.cancel()
+            held.cancel()  # no-op once it is done
+        return held.result() if held.done() and not held.cancelled() else True
+
+    def _warn(self, topic: str, message: str) -> None:
+        now = time.monotonic()
+        if now - self._warned_at.get(topic, -math.inf) >= WARNING_INTERVAL_S:
+            self._warned_at[topic] = now
+            log.warning("%s", message)
+
     def accepts(self, authorization: str | None) -> bool:
-        assert self._token is not None
+        assert self._token_digest is not None
         presented = presented_token(authorization)
-        # compare_digest on bytes of any length: the time does not depend on where the
-        # two first differ.
-        return presented is not None and hmac.compare_digest(presented.encode(), self._token)
+        # Digests of equal length: the comparison's time depends neither on where the
+        # two first differ nor on the length presented.
+        digest = hashlib.sha256((presented or "").encode()).digest()
+        return hmac.compare_digest(digest, self._token_digest) and presented is not None
+
+
+async def _hang_up(receive: Receive) -> None:
+    """Returns when the client disconnects."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 class Csrf:

@@ -4,18 +4,28 @@ CSRF token from the console's own origin, and no start on a public address witho
 from __future__ import annotations
 
 import base64
+import http.client
 import re
 import subprocess
 import sys
+import threading
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
 import pytest
-from support.console import running_console
+import uvicorn
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.routing import WebSocketRoute
+from starlette.websockets import WebSocket
+from support.console import free_port, running_console
+from support.waiting import wait_until
 
 from sheetsync import deadletters
 from sheetsync.keys import BufferKey
 from sheetsync.models import DeadLetterReason, DeadLetterStatus
-from sheetsync.web.auth import is_loopback, presented_token
+from sheetsync.web.auth import Guard, is_loopback, presented_token
 
 SHEETSYNC = str(Path(sys.executable).with_name("sheetsync"))
 
@@ -138,3 +148,76 @@ def test_a_redis_outage_is_a_banner_not_a_stack_trace(pipeline_env, parked):
         # The database still answers: dead letters are listed.
         listed = console.request("/dead-letters")
         assert listed.status == 200 and f'href="/dead-letters/{parked}"' in listed.body
+
+
+def _guarded_websocket_app(token: str, lifespan_ran: list[str]) -> Starlette:
+    """A console-guarded app with a WebSocket route that would accept anyone (the console
+    has none today), and a lifespan that notes it ran."""
+
+    async def echo(websocket: WebSocket) -> None:
+        await websocket.accept()
+        await websocket.send_text("in")
+        await websocket.close()
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        lifespan_ran.append("started")
+        yield
+
+    return Starlette(
+        routes=[WebSocketRoute("/ws", echo)],
+        middleware=[Middleware(Guard, token=token)],
+        lifespan=lifespan,
+    )
+
+
+def test_websockets_are_refused_before_they_are_accepted():
+    token = "t" * 40
+    lifespan_ran: list[str] = []
+    app = _guarded_websocket_app(token, lifespan_ran)
+    with _served(app) as url:
+        assert lifespan_ran == ["started"]  # the lifespan is no request: it passes
+        for auth in (None, "Bearer wrong-token", f"Bearer {token}"):
+            assert _websocket_handshake(url, "/ws", auth) == 403, auth
+
+
+@contextmanager
+def _served(app: Starlette) -> Iterator[str]:
+    """``app`` served by uvicorn in this process, on a free loopback port."""
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        wait_until(lambda: server.started)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+
+
+def test_the_console_refuses_a_websocket_handshake(pipeline_env):
+    """A real handshake against ``sheetsync web``: no 101 Switching Protocols, with or
+    without the token."""
+    with running_console(pipeline_env()) as console:
+        for auth in (None, "Bearer wrong-token", f"Bearer {console.token}"):
+            assert _websocket_handshake(console.url, "/", auth) == 403, auth
+
+
+def _websocket_handshake(url: str, path: str, auth: str | None) -> int:
+    """The status a WebSocket upgrade request to ``url`` + ``path`` is answered with."""
+    host, port = url.removeprefix("http://").split(":")
+    headers = {
+        "Upgrade": "websocket",
+        "Connection": "Upgrade",
+        "Sec-WebSocket-Key": base64.b64encode(b"sixteen byte key").decode(),
+        "Sec-WebSocket-Version": "13",
+    }
+    if auth is not None:
+        headers["Authorization"] = auth
+    connection = http.client.HTTPConnection(host, int(port), timeout=10)
+    try:
+        connection.request("GET", path, headers=headers)
+        return connection.getresponse().status
+    finally:
+        connection.close()
