@@ -38,6 +38,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
@@ -292,6 +293,9 @@ class SpreadSheet(Base):
     #: "Columns").
     paused_reason: Mapped[str | None] = mapped_column(Text)
     paused_at: Mapped[datetime | None] = mapped_column()
+    #: Write text that begins like a formula (``=``, ``+``, ``-``, ``@``, tab, CR) with a
+    #: leading apostrophe: the sheet's CSV export then runs nothing in other programs.
+    escape_formulas: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     submission: Mapped[Submission] = relationship(back_populates="spread_sheets")
     create_user: Mapped[User] = relationship()

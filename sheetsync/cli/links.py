@@ -1,4 +1,4 @@
-"""``sheetsync links``: list links, resume a paused one.
+"""``sheetsync links``: list links, resume a paused one, escape formula-like text.
 
 A link pauses when row 1 of its sheet no longer matches its columns (a header a person
 changed so that no column can be found again); nothing is written to it until it is
@@ -38,14 +38,15 @@ def list_links(
         return
     heading(counted(len(rows), "link"))
     shown = table(
-        "id", "form", "spreadsheet", "gid", "owner", "columns", "tab", "cells", "paused",
-        right=("id", "cells"),
+        "id", "form", "spreadsheet", "gid", "owner", "columns", "tab", "cells", "formulas",
+        "paused", right=("id", "cells"),
     )  # fmt: skip
     for row in rows:
         why = f"{short_time(row.paused_at)}: {clip(row.paused_reason)}" if row.paused_reason else ""
         shown.add_row(
             str(row.id), row.form, row.spreadsheet, str(row.gid), row.owner,
-            str(row.columns), str(row.tab), f"{row.tab_cells:,}", why,
+            str(row.columns), str(row.tab), f"{row.tab_cells:,}",
+            "escaped" if row.escape_formulas else "as typed", why,
         )  # fmt: skip
     out.print(shown)
 
@@ -72,3 +73,26 @@ def resume(
     )
     if resumed.due_dead_letters:
         hint("the beat replays them within a minute; `sheetsync dlq replay` sends them at once")
+
+
+@app.command("escape-formulas", cls=HelpCommand)
+def escape_formulas(
+    link_id: Annotated[int, typer.Argument(metavar="LINK", help="The link's id.")],
+    *,
+    off: Annotated[bool, typer.Option("--off", help="Write text as typed again.")] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Write a respondent's text that begins with =, +, -, @, a tab or a carriage return
+    after an apostrophe, so the sheet's CSV export runs no formula in other programs.
+    Google Sheets itself never runs it (cells are sent RAW). Rows already written stay."""
+    from sheetsync.ops import links
+
+    with open_services() as services:
+        was = links.escape_formulas(services, link_id, on=not off)
+    now = not off
+    if as_json:
+        print_json({"link_id": link_id, "escape_formulas": now, "was": was})
+        return
+    state = "escapes formula-like text" if now else "writes text as typed"
+    same = " (unchanged)" if was == now else ""
+    out.print(f"link {link_id} {state}{same}; rows written from now on", markup=False)

@@ -9,9 +9,10 @@ from datetime import tzinfo
 from sqlalchemy.orm import Session
 
 from sheetsync.errors import ConfigError, CryptoError, ValidationError
+from sheetsync.flush.cells import estimate_bytes, fit_row
 from sheetsync.flush.hydrate import fetch_answers
 from sheetsync.flush.layout import FormLayout, load_layout
-from sheetsync.flush.rows import RowBuilder, fit_cell, utf16_length
+from sheetsync.flush.rows import RowBuilder
 from sheetsync.flush.typed import Cell
 from sheetsync.keys import BufferKey
 from sheetsync.ledger import SETTLED
@@ -23,67 +24,6 @@ from sheetsync.settings import Settings
 MISSING_ANSWER = "answer no longer exists"
 OTHER_FORM = "answer belongs to another form"
 TOO_LARGE = "its row cannot be cut to fit one request (SHEETSYNC_REQUEST_BYTES_MAX)"
-#: A row too large for one request has its longest cells cut, none below this size.
-MIN_CUT_CELL_BYTES = 200
-
-
-def estimate_bytes(row: Sequence[Cell]) -> int:
-    """A row's size in the JSON request body, as the client writes it.
-
-    The client escapes every non-ASCII UTF-16 code unit as ``\\uXXXX`` (6 bytes), so a
-    cell costs its ASCII characters plus 6 per other code unit, plus quotes and a comma
-    (escaped quotes and control characters are a few bytes more; the budget leaves room).
-    """
-    return 2 + sum(_cell_bytes(cell) for cell in row)
-
-
-def _cell_bytes(cell: Cell) -> int:
-    if not isinstance(cell, str):
-        return len(repr(cell)) + 1
-    if cell.isascii():
-        return len(cell) + 3
-    ascii_chars = len(cell.encode("ascii", "ignore"))
-    return ascii_chars + 6 * (utf16_length(cell) - ascii_chars) + 3
-
-
-def fit_row(row: list[Cell], budget: int) -> list[Cell] | None:
-    """``row`` with its longest text cells cut (each with its visible marker) so that
-    the row alone takes at most ``budget`` bytes of a request; None when even cells of
-    :data:`MIN_CUT_CELL_BYTES` would not fit.
-
-    The cut is even: every cell above one size is cut to that size, the largest such
-    size that fits (water-filling), so one huge answer does not empty its neighbours.
-    The answer id (column A) is never cut: it is the row's identity.
-    """
-    sizes = [_cell_bytes(cell) for cell in row]
-    total = 2 + sum(sizes)
-    if total <= budget:
-        return row
-    cuttable = [i for i, cell in enumerate(row) if i > 0 and isinstance(cell, str)]
-    fixed = total - sum(sizes[i] for i in cuttable)
-
-    def used(cap: int) -> int:
-        return fixed + sum(min(sizes[i], cap) for i in cuttable)
-
-    low, high = 0, max((sizes[i] for i in cuttable), default=0)
-    while low < high:  # the largest cap whose row fits
-        middle = (low + high + 1) // 2
-        if used(middle) <= budget:
-            low = middle
-        else:
-            high = middle - 1
-    if low < MIN_CUT_CELL_BYTES:
-        return None
-    fitted = list(row)
-    for i in cuttable:
-        if sizes[i] > low:
-            text = fitted[i]
-            assert isinstance(text, str)
-            # Quotes and a comma, and the marker's non-ASCII "…" (6 bytes for 1 unit);
-            # a cell with other non-ASCII text may cost 6 bytes a unit.
-            units = low - 8 if text.isascii() else (low - 3) // 6
-            fitted[i] = fit_cell(text, units)
-    return fitted
 
 
 @dataclass

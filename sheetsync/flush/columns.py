@@ -179,9 +179,12 @@ def pause(session: Session, link_id: int, reason: str) -> None:
     )
 
 
-def layout_of(session: Session, link_id: int, form: FormLayout) -> FormLayout:
+def layout_of(
+    session: Session, link_id: int, form: FormLayout, *, escape_formulas: bool = False
+) -> FormLayout:
     """The layout rows are built with: every placed column of the map at its position
-    (deleted questions too), typed as the form says now (or as stored, once deleted)."""
+    (deleted questions too), typed as the form says now (or as stored, once deleted), and
+    the link's ``escape_formulas``."""
     current = {q.question_id: q for q in form.questions}
     questions: list[FormQuestion] = []
     positions: list[int] = []
@@ -197,6 +200,7 @@ def layout_of(session: Session, link_id: int, form: FormLayout) -> FormLayout:
         tuple(questions),
         form.ignored_question_ids - mapped,
         positions=tuple(positions),
+        escape_formulas=escape_formulas,
     )
 
 

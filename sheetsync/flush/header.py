@@ -40,12 +40,13 @@ def columns_for_batch(active: ActiveTab, form: FormLayout) -> FormLayout:
     the active tab checked (when the cached check is gone) and every column's title in it."""
     services, key = active.access.services, active.access.key
     with services.sessions.begin() as session:
-        link_id = columns.link_of(session, key).id
+        link = columns.link_of(session, key)
+        link_id, escape_formulas = link.id, link.escape_formulas
         row1_has_work = columns.sync_with_form(session, link_id, form, services.settings)
     if row1_has_work or not services.store.sheet_cache(key).header_ok:
         _check_header(active, link_id)
     with services.sessions() as session:
-        return columns.layout_of(session, link_id, form)
+        return columns.layout_of(session, link_id, form, escape_formulas=escape_formulas)
 
 
 def _check_header(active: ActiveTab, link_id: int) -> None:

@@ -48,6 +48,8 @@ class FormLayout:
     #: Each question's cell index (0 is column A), from the link's column map; None: the
     #: questions follow the fixed columns in order (a form's own layout).
     positions: tuple[int, ...] | None = None
+    #: The link's ``escape_formulas``: text that begins like a formula gets an apostrophe.
+    escape_formulas: bool = False
 
     @property
     def cell_indexes(self) -> tuple[int, ...]:

@@ -16,13 +16,13 @@ message is ``answer <id>, question <id or ->: <what> (<error class>)``, never th
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, tzinfo
 from zoneinfo import ZoneInfo
 
 from sheetsync.crypto import Keyring, answer_context, default_keyring, question_context
 from sheetsync.errors import AnswerError, ConfigError, CryptoError, VersionOneTokenError
+from sheetsync.flush.cells import fit_cell
 from sheetsync.flush.hydrate import MalformedAnswer
 from sheetsync.flush.layout import FIXED_COLUMNS, FormLayout
 from sheetsync.flush.times import format_time, time_formatter
@@ -30,6 +30,9 @@ from sheetsync.flush.typed import Cell, serial_date_time, typed_columns
 from sheetsync.models import ID_LENGTH, QuestionType
 from sheetsync.settings import Settings, get_settings
 
+#: What makes a cell a formula in a program that opens the sheet's CSV export (OWASP's
+#: list): with the link's ``escape_formulas``, such text is written after an apostrophe.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 #: Joins the choices of a multi-choice answer.
 MULTI_VALUE_SEPARATOR = ", "
 _join_choices = MULTI_VALUE_SEPARATOR.join
@@ -48,54 +51,6 @@ def header_row(layout: FormLayout, settings: Settings | None = None) -> list[str
     for index, question in zip(layout.cell_indexes, layout.questions, strict=True):
         cells[index] = question.title
     return [fit_cell(text, limit) for text in cells]
-
-
-#: A UTF-16 surrogate on its own: JSON can carry it, Google cannot store it.
-_SURROGATE = re.compile("[\ud800-\udfff]")
-#: What a lone surrogate becomes.
-REPLACEMENT_CHARACTER = "\ufffd"
-
-
-def utf16_length(text: str) -> int:
-    """``text``'s length as Google counts a cell's: in UTF-16 code units (an emoji is 2)."""
-    if text.isascii():
-        return len(text)
-    return len(text.encode("utf-16-le", "surrogatepass")) // 2
-
-
-def fit_cell(text: str, limit: int) -> str:
-    """``text`` as a cell Google takes: lone surrogates replaced by U+FFFD, and cut to
-    ``limit`` UTF-16 code units (Google's measure) with a visible marker.
-
-    The marker says how many characters were cut, e.g. ``… [truncated 12,345 chars]``,
-    and the result is never longer than ``limit`` units. The cut never splits a pair.
-    """
-    if not text.isascii() and _SURROGATE.search(text):
-        text = _SURROGATE.sub(REPLACEMENT_CHARACTER, text)
-    if len(text) <= limit // 2 or utf16_length(text) <= limit:
-        return text
-    units = text.encode("utf-16-le")
-    keep = limit
-    marker = ""
-    # The marker's length depends on the count it reports; settle in a step or two.
-    for _ in range(4):
-        kept = _utf16_prefix(units, keep)
-        marker = f"… [truncated {len(text) - len(kept):,} chars]"
-        new_keep = max(limit - len(marker), 0)
-        if new_keep == keep:
-            break
-        keep = new_keep
-    kept = _utf16_prefix(units, keep)
-    return kept + marker[: limit - utf16_length(kept)]
-
-
-def _utf16_prefix(units: bytes, count: int) -> str:
-    """The first ``count`` UTF-16 code units of ``units`` (UTF-16-LE), less a high
-    surrogate its pair would be cut from."""
-    end = 2 * count
-    if 0 < end < len(units) and 0xD8 <= units[end - 1] <= 0xDB:
-        end -= 2
-    return units[:end].decode("utf-16-le")
 
 
 def _text_cell(value: str, limit: int) -> str:
@@ -234,14 +189,20 @@ class RowBuilder:
 
     def _typed_row(self, row: list[str], submitted_at: datetime) -> list[Cell]:
         """With typed cells: "Submitted at" and DATE answers as serial dates, NUMBER
-        answers as numbers (those that parse); everything else is text, sent RAW."""
+        answers as numbers (those that parse); everything else is text, sent RAW, with
+        an apostrophe before formula-like text when the link escapes formulas."""
         cells: list[Cell] = list(row)
-        if self._typed is None:
-            return cells
-        cells[2] = serial_date_time(submitted_at, self.zone)
-        for index, parse in self._typed:
-            if row[index]:
-                cells[index] = parse(row[index])
+        if self._typed is not None:
+            cells[2] = serial_date_time(submitted_at, self.zone)
+            for index, parse in self._typed:
+                if row[index]:
+                    cells[index] = parse(row[index])
+        if self.layout.escape_formulas:
+            limit = self._cell_limit
+            for index in range(1, len(cells)):  # column A is the answer id: never
+                cell = cells[index]
+                if type(cell) is str and cell.startswith(FORMULA_STARTS):
+                    cells[index] = fit_cell("'" + cell, limit)
         return cells
 
     def _build_checked(

@@ -1,4 +1,4 @@
-"""Links as an operator sees them: list them, resume a paused one.
+"""Links as an operator sees them: list them, resume a paused one, escape formulas.
 
 A link pauses when row 1 of its sheet can no longer be matched with its column map
 (docs/ARCHITECTURE.md, "Columns"); its answers wait in a PAUSED dead letter.
@@ -32,6 +32,9 @@ class LinkRow:
     #: cells it holds (rows x header width; see SHEETSYNC_TAB_CELL_LIMIT).
     tab: int = 1
     tab_cells: int = 0
+    #: Formula-like text is written after an apostrophe (``sheetsync links
+    #: escape-formulas``).
+    escape_formulas: bool = False
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,7 @@ def list_links(services: Services, *, paused_only: bool = False) -> list[LinkRow
                 link.paused_at,
                 link.tab_number or 1,
                 int(link.tab_cells or 0),
+                bool(link.escape_formulas),
             )
             for link, count in session.execute(query)
         ]
@@ -91,3 +95,15 @@ def resume(services: Services, link_id: int) -> Resumed:
         key = BufferKey(owner, form, link.spread_sheet_id, link.sheet_id)
     services.store.forget_sheet(key, "header_ok")
     return Resumed(link_id, was_paused, due)
+
+
+def escape_formulas(services: Services, link_id: int, *, on: bool) -> bool:
+    """Turn the link's ``escape_formulas`` on or off; returns what it was. Rows written
+    from now on follow it; rows already in the sheet stay as they are."""
+    with services.sessions.begin() as session:
+        link = session.get(SpreadSheet, link_id, with_for_update=True)
+        if link is None:
+            raise NotFoundError(f"link {link_id} does not exist")
+        was = bool(link.escape_formulas)
+        link.escape_formulas = on
+    return was

@@ -1,4 +1,5 @@
-"""``sheetsync links``: list links and resume a paused one, through the console script."""
+"""``sheetsync links``: list links, resume a paused one and escape formulas, through the
+console script."""
 
 from __future__ import annotations
 
@@ -62,5 +63,27 @@ def test_resume_makes_the_links_paused_entries_due(cli: Cli) -> None:
 
 def test_resuming_an_unknown_link_is_one_line(cli: Cli) -> None:
     result = cli("links", "resume", "999")
+    assert result.code == 1
+    assert result.error_lines == ["error: link 999 does not exist"]
+
+
+def test_escape_formulas_turns_on_and_off_and_list_shows_it(cli: Cli) -> None:
+    paused, running = _links(cli)
+
+    result = cli.ok("links", "escape-formulas", str(running))
+    assert f"link {running} escapes formula-like text" in result.stdout
+    listed = json.loads(cli.ok("links", "list", "--json").stdout)["links"]
+    assert {row["id"]: row["escape_formulas"] for row in listed} == {paused: False, running: True}
+    assert "escaped" in cli.ok("links", "list").stdout
+
+    off = json.loads(cli.ok("links", "escape-formulas", str(running), "--off", "--json").stdout)
+    assert off == {"link_id": running, "escape_formulas": False, "was": True}
+    with cli.sessions() as session:
+        link = session.get(SpreadSheet, running)
+        assert link is not None and link.escape_formulas is False
+
+
+def test_escaping_formulas_on_an_unknown_link_is_one_line(cli: Cli) -> None:
+    result = cli("links", "escape-formulas", "999")
     assert result.code == 1
     assert result.error_lines == ["error: link 999 does not exist"]

@@ -1,18 +1,26 @@
 """No request above the budget: cells cut as Google counts them (UTF-16 code units), lone
-surrogates replaced, and a row too large for one request cut to fit or failed alone."""
+surrogates replaced, and a row too large for one request cut to fit or failed alone; and
+formula-like text escaped for links that ask."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
+from datetime import UTC, datetime
 
 import pytest
 
-from sheetsync.flush.batches import TOO_LARGE, Batch, estimate_bytes, fit_row
-from sheetsync.flush.rows import fit_cell, utf16_length
+from sheetsync.flush.batches import TOO_LARGE, Batch
+from sheetsync.flush.cells import estimate_bytes, fit_cell, fit_row, utf16_length
+from sheetsync.flush.layout import FormLayout, FormQuestion
+from sheetsync.flush.rows import FORMULA_STARTS, RowBuilder
 from sheetsync.flush.typed import Cell
+from sheetsync.models import QuestionType
+from sheetsync.settings import Settings
 
 EURO = "€"  # one UTF-16 unit, 6 bytes in the request (\u20ac)
 EMOJI = "😀"  # two UTF-16 units (a surrogate pair), 12 bytes in the request
+SUBMITTED = datetime(2024, 5, 1, 3, 4, 5, tzinfo=UTC)
 
 
 def body_bytes(rows: list[list[Cell]]) -> int:
@@ -103,3 +111,35 @@ def test_a_first_row_that_cannot_fit_fails_alone_and_the_rest_goes() -> None:
     assert part.appended_ids == ["a1", "a2"]
     assert part.failed == {"huge": f"answer huge: {TOO_LARGE}"}
     assert part.consumed == ["huge", "a1", "a2"]
+
+
+ESCAPING = FormLayout(
+    "form_1",
+    (
+        FormQuestion("text", "Text", QuestionType.SHORT_TEXT),
+        FormQuestion("count", "Count", QuestionType.NUMBER),
+    ),
+    positions=(3, 4),
+    escape_formulas=True,
+)
+
+
+@pytest.mark.parametrize("escape", [True, False])
+def test_a_link_that_escapes_formulas_writes_them_after_an_apostrophe(escape: bool) -> None:
+    layout = replace(ESCAPING, escape_formulas=escape)
+    builder = RowBuilder(layout, Settings.load(cell_chars_max=100), typed=True)
+    texts = ['=HYPERLINK("http://x")', "+1", "-2+3", "@SUM(A1)", "\tx", "\rx", "fine", "a=b"]
+    for text in texts:
+        items = [{"questionId": "text", "value": text}, {"questionId": "count", "value": "-5"}]
+        row = builder.build("=ans", "=cmd|' /C calc'!A0", SUBMITTED, items)
+        assert row[0] == "=ans"  # the answer id is the row's identity: never changed
+        assert row[4] == -5  # a number is no formula
+        formula_like = text.startswith(FORMULA_STARTS)
+        assert row[3] == ("'" + text if escape and formula_like else text)
+        assert row[1] == ("'=cmd|' /C calc'!A0" if escape else "=cmd|' /C calc'!A0")
+
+
+def test_an_escaped_cell_still_fits_the_cell_limit() -> None:
+    builder = RowBuilder(ESCAPING, Settings.load(cell_chars_max=100))
+    row = builder.build("a", "", SUBMITTED, [{"questionId": "text", "value": "=" + "x" * 99}])
+    assert isinstance(row[3], str) and row[3].startswith("'=") and len(row[3]) <= 100

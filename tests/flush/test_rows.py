@@ -17,9 +17,10 @@ from support.databases import on_both_databases
 from sheetsync.crypto import Keyring, answer_value_context
 from sheetsync.dev.seed import seed_form
 from sheetsync.errors import AnswerError, CryptoError, MissingKeyError, NotFoundError
+from sheetsync.flush.cells import fit_cell
 from sheetsync.flush.hydrate import MalformedAnswer
 from sheetsync.flush.layout import FormLayout, load_layout
-from sheetsync.flush.rows import RowBuilder, fit_cell, header_row
+from sheetsync.flush.rows import RowBuilder, header_row
 from sheetsync.flush.times import format_time, time_formatter
 from sheetsync.models import Question, QuestionType, Step, Submission, User
 from sheetsync.settings import Settings
