@@ -13,7 +13,11 @@ dotted path ``package.module:function`` to a callable that takes a :class:`Notif
 - their dead letters are replayed (:data:`DEAD_LETTERS_REPLAYED`).
 
 A notification carries ids and a fixed message, never answer values, tokens or error
-text from Google.
+text from Google. Its ids are checked before any hook sees them (:func:`field_problem`):
+the owner, the form and the spreadsheet as the ids a key may hold
+(:func:`sheetsync.keys.check_id`), the link as a positive integer. A notification with
+any other value (a task from the broker is text from outside) is dropped with one log
+line that shows the value clipped, never whole.
 
 **At most once per (owner, topic) an hour.** :func:`notify` claims a Redis key
 (``SET NX EX``, :func:`sheetsync.keys.owner_notified_key`) before anything is sent, so a
@@ -54,11 +58,12 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from sheetsync.dispatch import get_dispatcher
-from sheetsync.errors import SheetSyncError
-from sheetsync.keys import BufferKey, owner_notified_key
+from sheetsync.errors import SheetSyncError, ValidationError
+from sheetsync.keys import BufferKey, check_id, owner_notified_key
 from sheetsync.models import SpreadSheet
 from sheetsync.setting_checks import import_callable
 from sheetsync.settings import Settings, get_settings
+from sheetsync.text import clip
 from sheetsync.webhooks import WebhookError, post_json
 
 log = logging.getLogger(__name__)
@@ -78,12 +83,26 @@ MESSAGES = {
 }
 
 
+#: What an owner, form or spreadsheet id may look like (:func:`sheetsync.keys.check_id`).
+ID_SHAPE = "letters, digits, - and _, 1 to 128 of them"
+#: ``spread_sheet.id`` is a BIGINT.
+MAX_LINK_ID = 2**63 - 1
+#: Characters of a refused value a log line shows.
+SHOWN_CHARS = 6
+
+
 class HookError(SheetSyncError):
     """The owner hook did not take a notification (the task retries it)."""
 
 
 class UnknownTopicError(SheetSyncError):
     """A notification task named a topic sheetsync does not send (it is dropped)."""
+
+
+class MalformedNotificationError(UnknownTopicError):
+    """A notification whose owner, form, spreadsheet, link or time is not what the schema
+    holds: dropped before any hook sees it. A kind of :class:`UnknownTopicError`, so the
+    task that refuses a forged topic refuses it the same way."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +122,16 @@ class Notification:
     #: When it happened, ISO 8601 in UTC.
     time: str
 
+    def __post_init__(self) -> None:
+        problem = field_problem(
+            owner=self.owner,
+            form_id=self.form_id,
+            link_id=self.link_id,
+            spreadsheet_id=self.spreadsheet_id,
+        )
+        if problem:
+            raise MalformedNotificationError(f"owner notification {self.topic} refused: {problem}")
+
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -114,16 +143,63 @@ class Notification:
         topic = str(data.get("topic"))
         if topic not in MESSAGES:
             raise UnknownTopicError("a notification task carried an unknown topic: refused")
-        link_id = data.get("link_id")
         return cls(
             topic=topic,
-            owner=str(data["owner"]),
+            owner=data.get("owner", ""),  # checked, like every id, by __post_init__
             form_id=data.get("form_id"),
-            link_id=None if link_id is None else int(link_id),
+            link_id=data.get("link_id"),
             spreadsheet_id=data.get("spreadsheet_id"),
             message=MESSAGES[topic],
-            time=str(data["time"]),
+            time=_utc_time(topic, data.get("time")),
         )
+
+
+def field_problem(
+    *, owner: object, form_id: object, link_id: object, spreadsheet_id: object
+) -> str | None:
+    """Why a notification's ids are not what the schema holds, or None. The owner
+    (``users.id``) names a Redis key (:func:`sheetsync.keys.owner_notified_key`); the
+    form (``submission.id``) and Google's spreadsheet id are key parts of every buffer:
+    all three are checked as :func:`sheetsync.keys.check_id` checks a key's ids. The link
+    is ``spread_sheet.id``, a positive integer."""
+    ids = {"owner": owner, "form_id": form_id, "spreadsheet_id": spreadsheet_id}
+    for name, value in ids.items():
+        if value is None and name != "owner":
+            continue
+        try:
+            check_id(value, name)
+        except ValidationError:
+            return f"its {name} is not an id ({ID_SHAPE}): {_shown(value)}"
+    if link_id is not None and (
+        isinstance(link_id, bool) or not isinstance(link_id, int) or not 0 < link_id <= MAX_LINK_ID
+    ):
+        return f"its link_id is not a positive integer: {_shown(link_id)}"
+    return None
+
+
+def _utc_time(topic: str, value: object) -> str:
+    """A task's time as ISO 8601 in UTC, rebuilt: no text from the task passes through."""
+    try:
+        moment = datetime.fromisoformat(value) if isinstance(value, str) else None
+    except ValueError:
+        moment = None
+    if moment is None or moment.tzinfo is None:
+        raise MalformedNotificationError(
+            f"owner notification {topic} refused: its time is not ISO 8601 with a time "
+            f"zone: {_shown(value)}"
+        )
+    return moment.astimezone(UTC).isoformat(timespec="seconds")
+
+
+def _shown(value: object) -> str:
+    """A refused value as a log line may show it: its first characters (escaped) and its
+    length, never the whole of it (it could be anything, personal info included)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return f"an int of {value.bit_length()} bits"
+    if value is None or isinstance(value, bool) or not isinstance(value, str | int):
+        return f"a {type(value).__name__}"
+    text = str(value)
+    return f"{clip(text, SHOWN_CHARS)!r} ({len(text)} characters)"
 
 
 def notify(
@@ -145,6 +221,11 @@ def notify(
         settings = settings or get_settings()
         if settings.owner_hook is None:
             return False
+        problem = field_problem(
+            owner=owner, form_id=form_id, link_id=link_id, spreadsheet_id=spreadsheet_id
+        )
+        if problem:
+            raise MalformedNotificationError(f"owner notification {topic} dropped: {problem}")
         if not _claim(client, topic, owner, settings.owner_hook_repeat_after_s):
             return False
         if link_id is None and find_link_id is not None:
@@ -165,6 +246,9 @@ def notify(
             forget(client, topic, owner)
             return False
         return True
+    except MalformedNotificationError as exc:
+        log.error("%s", exc)
+        return False
     except Exception as exc:  # a notification must never break what called it
         log.error("owner notification %s failed: %s", topic, type(exc).__name__)
         return False
