@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from sheetsync.emit.backfill import BackfillResult, backfill
     from sheetsync.emit.push_thread import wait_for_pushes
     from sheetsync.emit.resend import ResendResult, resend_failed
-    from sheetsync.recovery.replay import credential_reconnected
+    from sheetsync.recovery.reconnect import credential_reconnected
     from sheetsync.startup import check_settings
 
 #: The one source of the version: pyproject.toml reads it (``[tool.setuptools.dynamic]``).
@@ -58,7 +58,7 @@ _LAZY = {
     "links_changed": "sheetsync.emit.answers",
     "ResendResult": "sheetsync.emit.resend",
     "resend_failed": "sheetsync.emit.resend",
-    "credential_reconnected": "sheetsync.recovery.replay",
+    "credential_reconnected": "sheetsync.recovery.reconnect",
     "check_settings": "sheetsync.startup",
     "wait_for_pushes": "sheetsync.emit.push_thread",
 }

@@ -56,7 +56,7 @@ def credentials_reconnect(
 
     Run it once the owner has authorised Google again.
     """
-    from sheetsync.recovery.replay import credential_reconnected
+    from sheetsync.recovery.reconnect import credential_reconnected
 
     with open_services() as services:
         due = credential_reconnected(user_id, services=services)

@@ -21,10 +21,9 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from sheetsync import credentials, deadletters, ledger, links, notify
+from sheetsync import deadletters, ledger, links, notify
 from sheetsync.buffers.push import push, send_tasks
 from sheetsync.dispatch import QUEUE_DEFAULT, FlushTask, get_dispatcher
-from sheetsync.errors import NotFoundError
 from sheetsync.flush.entry import flush
 from sheetsync.flush.outcomes import Tally
 from sheetsync.keys import BufferKey
@@ -52,22 +51,6 @@ class ReplayResult:
     #: The buffer the ids went back to (None when nothing was requeued).
     key: BufferKey | None = None
     requeued: int = 0
-
-
-def credential_reconnected(user_id: str, *, services: Services | None = None) -> list[int]:
-    """The owner reconnected Google: credential VALID, their dead letters due now.
-
-    Returns the ids of the dead letters made due.
-    """
-    from sheetsync.services import get_services
-
-    services = services or get_services()
-    with services.sessions.begin() as session:
-        if not credentials.mark(session, user_id, CredentialStatus.VALID):
-            raise NotFoundError(f"user {user_id} has no Google credential")
-    # A credential that breaks again, even within the hour, is news for the owner.
-    notify.forget(services.redis, notify.CREDENTIAL_INVALID, user_id)
-    return deadletters.make_due(services.sessions, user_id=user_id)
 
 
 def dispatch_due(services: Services) -> int:

@@ -16,7 +16,7 @@ from sheetsync import emit_answer_submitted
 from sheetsync.dispatch import QUEUES
 from sheetsync.keys import BufferKey
 from sheetsync.models import DeadLetterReason, DeadLetterStatus
-from sheetsync.recovery.replay import credential_reconnected
+from sheetsync.recovery.reconnect import credential_reconnected
 from sheetsync.services import get_services
 
 
