@@ -208,9 +208,15 @@ def test_connecting_to_every_address_of_a_name_shares_the_deadline(full_backlog)
 
 @pytest.mark.timing
 @pytest.mark.parametrize(
-    ("scheme", "answer"), [("http", HTTP_ANSWER), ("https", TLS_RECORD_STARTED)]
+    ("scheme", "answer"),
+    [("http", HTTP_ANSWER), ("https", TLS_RECORD_STARTED)],
+    ids=["http-answer", "tls-handshake"],
 )
-def test_a_slow_lookup_then_a_server_that_drips_share_one_deadline(listen, scheme, answer):
+def test_a_slow_lookup_then_a_server_that_drips_share_one_deadline(
+    listen, monkeypatch, scheme, answer
+):
+    for name in ("HTTPS_PROXY", "https_proxy"):
+        monkeypatch.delenv(name, raising=False)  # straight to the server, no proxy
     dripping = listen(drip(answer))
 
     def slow(host: str, port: int) -> Sequence[Address]:
