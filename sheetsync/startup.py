@@ -13,8 +13,9 @@ What each role needs (:data:`NEEDS`):
 - a worker: every setting valid, the functions ``SHEETSYNC_LINK_AUTHORIZER`` and
   ``SHEETSYNC_OWNER_HOOK`` name (importable), the PII keys, Google's client id and
   secret, the database (reachable, with the sheetsync schema at this version's Alembic revision),
-  no version 1 refresh token unless they are accepted (an upgrade), Redis and the broker
-  (reachable);
+  no version 1 token unless they are accepted (an upgrade): refresh tokens, and the
+  personal info of the first and last answers by id (:data:`VERSION_1_SAMPLE`), Redis
+  and the broker (reachable);
 - beat: Redis (its heartbeat) and the broker (where it sends the periodic tasks); the
   tasks themselves run on workers;
 - the console and the exporter: the database. Not Redis: they are how an operator sees
@@ -22,13 +23,19 @@ What each role needs (:data:`NEEDS`):
   without it.
 
 Every failure is a :class:`ConfigError` with one line; nothing here creates a database.
+A process that passes logs one WARNING line per downgrade its settings ask for
+(:func:`downgrades`: Redis TLS without checks, version 1 tokens accepted, a development
+setup); ``sheetsync status`` and the console's overview show the same lines.
 """
 
 from __future__ import annotations
 
 import functools
+import json
+import logging
+import ssl
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from sheetsync.errors import ConfigError
 from sheetsync.settings import Settings, get_settings, reset_settings
@@ -37,6 +44,10 @@ from sheetsync.text import mask_url
 if TYPE_CHECKING:
     from sqlalchemy import Connection
     from sqlalchemy.exc import DBAPIError
+
+    from sheetsync.crypto import Keyring
+
+log = logging.getLogger(__name__)
 
 Role = Literal["worker", "beat", "console", "exporter"]
 Need = Literal[
@@ -68,6 +79,9 @@ ROLE_NAMES: dict[Role, str] = {
 }
 #: Seconds a start-up check waits for a database or Redis to answer.
 DEFAULT_CONNECT_TIMEOUT_S = 5
+#: Answers a worker's start reads for version 1 tokens: this many at each end of the
+#: primary key's order (an index), so its cost does not grow with the table.
+VERSION_1_SAMPLE = 1000
 
 
 def check_settings() -> Settings:
@@ -77,6 +91,7 @@ def check_settings() -> Settings:
     reset_settings()
     settings = get_settings()
     require_hooks(settings, "worker")
+    warn_about_downgrades(settings)
     return settings
 
 
@@ -87,7 +102,64 @@ def check_process(role: Role) -> Settings:
     settings = get_settings()
     for need in NEEDS[role]:
         _CHECKS[need](settings, role)
+    warn_about_downgrades(settings)
     return settings
+
+
+def downgrades(settings: Settings) -> list[str]:
+    """One line per protection ``settings`` turn off on purpose, naming the setting;
+    a URL shown is masked."""
+    from sheetsync import redis_urls
+
+    lines = []
+    urls = (("REDIS_URL", settings.redis_url), ("BROKER_URL", settings.broker_url))
+    for name, url in urls:
+        tls = redis_urls.tls_of(url) if url else None
+        if tls is None:
+            continue
+        where = f"SHEETSYNC_{name} has"
+        if tls.cert_reqs == ssl.CERT_NONE:
+            lines.append(
+                f"{where} ssl_cert_reqs=none: Redis's certificate is not checked at all "
+                f"({mask_url(url or '')}), so anyone on the path can read and change the "
+                "traffic, the Redis password included"
+            )
+        elif not tls.check_hostname:
+            lines.append(
+                f"{where} ssl_check_hostname=false: any certificate of the CA passes for "
+                f"Redis ({mask_url(url or '')})"
+            )
+    if settings.pii_accept_v1_tokens:
+        lines.append(
+            "SHEETSYNC_PII_ACCEPT_V1_TOKENS=true: version 1 personal-info tokens (bound to "
+            "no row) decrypt wherever they are pasted; remove it once `sheetsync pii rotate "
+            "--check` finds none left"
+        )
+    if settings.development:
+        lines.append(
+            "SHEETSYNC_DEVELOPMENT=true: the Google client secret, refresh tokens and "
+            "answers may go to endpoints that are not https (the emulator's); never in "
+            "production"
+        )
+    return lines
+
+
+def warn_about_downgrades(settings: Settings) -> None:
+    """A WARNING per downgrade. A worker checks before Celery sets its log handlers up:
+    then the lines get a stderr handler in ``SHEETSYNC_LOG_FORMAT`` of their own, not
+    Python's bare last resort."""
+    from sheetsync import logs
+
+    own = None if log.hasHandlers() else logging.StreamHandler()
+    if own is not None:
+        own.setFormatter(logs.formatter(settings.log_format))
+        log.addHandler(own)
+    try:
+        for line in downgrades(settings):
+            log.warning("%s", line, extra={"event": "startup.downgrade"})
+    finally:
+        if own is not None:
+            log.removeHandler(own)
 
 
 # -- one check per need ----------------------------------------------------------------
@@ -131,15 +203,16 @@ def require_database(settings: Settings, _role: Role) -> None:
 
 def require_no_refused_tokens(settings: Settings, role: Role) -> None:
     """An upgrade from version 1 tokens must accept them while they are rotated: a
-    worker that refused them would mark every such owner's credential broken. Refresh
-    tokens (one per owner) tell; answers' tokens are too many to read at start."""
+    worker that refused them would mark every such owner's credential broken, and fail
+    every such answer. Refresh tokens (one per owner) are all read; answers, a bounded
+    sample (:func:`version_1_answer_tokens`)."""
     if settings.pii_accept_v1_tokens:
         return
     from sqlalchemy import select
     from sqlalchemy.pool import NullPool
 
     from sheetsync import db
-    from sheetsync.crypto import LEGACY_TOKEN_VERSION, token_version
+    from sheetsync.crypto import LEGACY_TOKEN_VERSION, Keyring, token_version
     from sheetsync.models import GoogleCredential
 
     engine = db.make_engine(settings.database_url, poolclass=NullPool)
@@ -147,14 +220,62 @@ def require_no_refused_tokens(settings: Settings, role: Role) -> None:
         with engine.connect() as connection:
             tokens = connection.scalars(select(GoogleCredential.refresh_token))
             old = sum(token_version(token) == LEGACY_TOKEN_VERSION for token in tokens)
+            keyring = Keyring(settings.pii_key_bytes, accept_version_1=False)
+            in_answers, whole = version_1_answer_tokens(connection, keyring)
     finally:
         engine.dispose()
-    if old:
+    found = [f"{old} stored refresh tokens"] if old else []
+    if in_answers:
+        counted = f"{in_answers}" if whole else f"at least {in_answers}"
+        found.append(f"{counted} personal-info tokens of stored answers")
+    if found:
+        bound = "no row" if old and in_answers else "no owner" if old else "no answer"
         raise ConfigError(
-            f"{old} stored refresh tokens are version 1 (bound to no owner), which "
+            f"{' and '.join(found)} are version 1 (bound to {bound}), which "
             f"{ROLE_NAMES[role]} refuses by default: set SHEETSYNC_PII_ACCEPT_V1_TOKENS=true "
             "while `sheetsync pii rotate` rewrites them"
         )
+
+
+def version_1_answer_tokens(
+    connection: Connection, keyring: Keyring, sample: int = VERSION_1_SAMPLE
+) -> tuple[int, bool]:
+    """The version 1 tokens among the personal info of the first and the last ``sample``
+    answers by id, and whether that was every answer. A token is any value with a token's
+    shape under a key of ``keyring`` (so deleted questions' too, as rotation finds them).
+    Two reads of the primary key's index: a table of millions costs what one of
+    ``2 * sample`` answers does; ``sheetsync pii rotate --check`` reads them all."""
+    from sqlalchemy import Text, cast, select
+
+    from sheetsync.models import SubmissionAnswer
+
+    read = select(SubmissionAnswer.id, cast(SubmissionAnswer.answer, Text))
+    first = connection.execute(read.order_by(SubmissionAnswer.id).limit(sample)).all()
+    rows = list(first)
+    whole = len(first) < sample
+    if not whole:
+        after = read.where(SubmissionAnswer.id > first[-1][0])
+        last = connection.execute(after.order_by(SubmissionAnswer.id.desc()).limit(sample + 1))
+        tail = last.all()
+        whole = len(tail) <= sample
+        rows += tail[:sample]
+    return sum(_version_1_values(text, keyring) for _, text in rows), whole
+
+
+def _version_1_values(text: str | None, keyring: Keyring) -> int:
+    from sheetsync.crypto import LEGACY_TOKEN_VERSION, token_version
+
+    try:
+        items: Any = json.loads(text) if text is not None else None
+    except (ValueError, RecursionError):  # SQLite keeps any text: the flush fails it alone
+        return 0
+    count = 0
+    for item in items if isinstance(items, list) else ():
+        value = item.get("value") if isinstance(item, dict) else None
+        for part in value if isinstance(value, list) else (value,):
+            if keyring.names_a_key(part) and token_version(str(part)) == LEGACY_TOKEN_VERSION:
+                count += 1
+    return count
 
 
 def require_redis(settings: Settings, _role: Role) -> None:

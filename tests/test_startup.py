@@ -9,6 +9,7 @@ import base64
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -16,12 +17,18 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from sqlalchemy import create_engine, update
 from support.redis_dbs import pipeline_redis_url
 
-from sheetsync.crypto import LEGACY_TOKEN_VERSION, Keyring, generate_key, key_id
+from sheetsync.crypto import (
+    LEGACY_TOKEN_VERSION,
+    Keyring,
+    answer_value_context,
+    generate_key,
+    key_id,
+)
 from sheetsync.db import session_factory, upgrade
-from sheetsync.dev.seed import seed_user
-from sheetsync.models import GoogleCredential
+from sheetsync.dev.seed import seed_form, seed_user
+from sheetsync.models import GoogleCredential, SubmissionAnswer
 from sheetsync.settings import NON_SETTING_VARIABLES
-from sheetsync.startup import check_database, known_revisions
+from sheetsync.startup import check_database, known_revisions, version_1_answer_tokens
 
 SCRIPT = Path(sys.executable).with_name("sheetsync")
 CELERY = [sys.executable, "-m", "celery", "-A", "sheetsync.celery"]
@@ -272,22 +279,31 @@ def test_an_unknown_variable_is_warned_about_once_by_a_worker(
     assert result.stderr.splitlines()[-1].startswith("error: SHEETSYNC_PII_KEYS is empty")
 
 
+def _version_1_token(key: bytes, plaintext: str) -> str:
+    """A token as version 1 wrote it: bound to nothing."""
+    header = bytes([LEGACY_TOKEN_VERSION]) + key_id(key)
+    nonce = os.urandom(12)
+    raw = header + nonce + AESGCM(key).encrypt(nonce, plaintext.encode(), header)
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+
+def _pii_key(env: dict[str, str]) -> bytes:
+    return base64.urlsafe_b64decode(env["SHEETSYNC_PII_KEYS"] + "=")
+
+
 def test_a_worker_refuses_stored_version_1_refresh_tokens_unless_accepted(
     good_env: dict[str, str], tmp_path: Path
 ) -> None:
     """An upgrade from version 1 tokens: a worker that refused them would mark every such
     owner's credential broken, so it does not start until the operator accepts them for
     the rotation."""
-    key = base64.urlsafe_b64decode(good_env["SHEETSYNC_PII_KEYS"] + "=")
-    header = bytes([LEGACY_TOKEN_VERSION]) + key_id(key)
-    nonce = os.urandom(12)
-    token = base64.urlsafe_b64encode(
-        header + nonce + AESGCM(key).encrypt(nonce, b"refresh-owner", header)
-    )
+    key = _pii_key(good_env)
     engine = create_engine(good_env["SHEETSYNC_DATABASE_URL"])
     with session_factory(engine).begin() as session:
         seed_user(session, "owner_1", keyring=Keyring([key]))
-        session.execute(update(GoogleCredential).values(refresh_token=token.rstrip(b"=").decode()))
+        session.execute(
+            update(GoogleCredential).values(refresh_token=_version_1_token(key, "refresh-owner"))
+        )
     engine.dispose()
 
     line = start("worker", good_env, tmp_path / "run")
@@ -296,3 +312,113 @@ def test_a_worker_refuses_stored_version_1_refresh_tokens_unless_accepted(
         "refuses by default: set SHEETSYNC_PII_ACCEPT_V1_TOKENS=true while `sheetsync pii "
         "rotate` rewrites them"
     )
+
+
+def _answers_with_version_1_tokens(env: dict[str, str], version_1: dict[str, int]) -> None:
+    """A form (its owner's refresh token version 2) with answers ``ans_00`` to ``ans_09``:
+    ``version_1[answer id]`` of an answer's personal-info values are version 1 tokens,
+    one of them under a question since deleted; the others version 2."""
+    key = _pii_key(env)
+    keyring = Keyring([key])
+    engine = create_engine(env["SHEETSYNC_DATABASE_URL"])
+    with session_factory(engine).begin() as session:
+        form = seed_form(session, owner_id="owner_1", pii=2, keyring=keyring)
+        for n in range(10):
+            answer_id = f"ans_{n:02d}"
+            old = version_1.get(answer_id, 0)
+            items = []
+            for index, question in enumerate([*form.pii_question_ids, "q_deleted"]):
+                context = answer_value_context(answer_id, question)
+                token = (
+                    _version_1_token(key, f"value {index}")
+                    if index < old
+                    else keyring.encrypt(f"value {index}", context)
+                )
+                items.append({"questionId": question, "value": token})
+            items.append({"questionId": "q_text", "value": "not a token"})
+            session.add(
+                SubmissionAnswer(id=answer_id, submission_id=form.submission_id, answer=items)
+            )
+    engine.dispose()
+
+
+def test_a_worker_refuses_version_1_tokens_in_answers_unless_accepted(
+    good_env: dict[str, str], tmp_path: Path
+) -> None:
+    """Reconnected owners have version 2 refresh tokens while their answers may still hold
+    version 1 personal info, deleted questions' too: a worker would fail those answers."""
+    _answers_with_version_1_tokens(good_env, {"ans_00": 3, "ans_09": 1})
+
+    line = start("worker", good_env, tmp_path / "run")
+    assert line == (
+        "error: 4 personal-info tokens of stored answers are version 1 (bound to no answer), "
+        "which a worker refuses by default: set SHEETSYNC_PII_ACCEPT_V1_TOKENS=true while "
+        "`sheetsync pii rotate` rewrites them"
+    )
+
+
+def test_the_start_up_count_of_answers_version_1_tokens_reads_a_bounded_sample(
+    good_env: dict[str, str],
+) -> None:
+    """The first and the last answers by id (the primary key's index), never the whole
+    of a large table: a version 1 token in between is `sheetsync pii rotate --check`'s."""
+    _answers_with_version_1_tokens(good_env, {"ans_01": 1, "ans_05": 2, "ans_08": 1})
+    keyring = Keyring([_pii_key(good_env)])
+    engine = create_engine(good_env["SHEETSYNC_DATABASE_URL"])
+    try:
+        with engine.connect() as connection:
+            assert version_1_answer_tokens(connection, keyring, sample=2) == (2, False)
+            assert version_1_answer_tokens(connection, keyring, sample=1) == (0, False)
+            assert version_1_answer_tokens(connection, keyring, sample=4) == (2, False)
+            assert version_1_answer_tokens(connection, keyring, sample=5) == (4, True)
+            assert version_1_answer_tokens(connection, keyring, sample=11) == (4, True)
+    finally:
+        engine.dispose()
+
+
+def test_each_downgrade_is_warned_about_at_start(good_env: dict[str, str], tmp_path: Path) -> None:
+    """Issue 29, C: the console, started with every downgrade, warns once about each (one
+    line at WARNING, no password) before it serves."""
+    env = {
+        **good_env,  # SHEETSYNC_DEVELOPMENT=true: the Google endpoints are plain http
+        "SHEETSYNC_REDIS_URL": "rediss://:hunter2@127.0.0.1:1/0?ssl_cert_reqs=none",
+        "SHEETSYNC_BROKER_URL": "rediss://:hunter2@127.0.0.1:1/1?ssl_check_hostname=false",
+        "SHEETSYNC_PII_ACCEPT_V1_TOKENS": "true",
+    }
+    where = tmp_path / "run"
+    where.mkdir()
+    command = [str(SCRIPT), "web", "--port", "0"]
+    with subprocess.Popen(
+        command, cwd=where, env=env, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL
+    ) as process:
+        try:
+            lines = _lines_until(process, "sheetsync console on ")
+        finally:
+            process.terminate()
+    warnings = [line for line in lines if line.startswith("WARNING sheetsync.startup: ")]
+    assert [line.split(": ", 1)[1].split(" ", 1)[0] for line in warnings] == [
+        "SHEETSYNC_REDIS_URL",
+        "SHEETSYNC_BROKER_URL",
+        "SHEETSYNC_PII_ACCEPT_V1_TOKENS=true:",
+        "SHEETSYNC_DEVELOPMENT=true:",
+    ]
+    assert "hunter2" not in "".join(lines)
+
+
+def _lines_until(process: subprocess.Popen[str], marker: str) -> list[str]:
+    """``process``'s stderr lines up to the one starting with ``marker``."""
+    assert process.stderr is not None
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: _read_until(process, marker, lines), daemon=True)
+    reader.start()
+    reader.join(timeout=START_TIMEOUT_S)
+    assert lines and lines[-1].startswith(marker), lines
+    return lines
+
+
+def _read_until(process: subprocess.Popen[str], marker: str, lines: list[str]) -> None:
+    assert process.stderr is not None
+    for line in process.stderr:
+        lines.append(line.rstrip("\n"))
+        if line.startswith(marker):
+            return

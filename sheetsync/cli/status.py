@@ -1,5 +1,5 @@
 """``sheetsync status``: live workers, buffers and their jobs, dead letters, and
-rate-limit use.
+rate-limit use; and the protections the settings turn off on purpose (downgrades).
 
 The figures are gathered by :mod:`sheetsync.ops.status`; this module prints them.
 A buffer that is overdue on a queue no live worker consumes is named, with the command
@@ -39,6 +39,7 @@ def status(
     """
     from sheetsync import redis_urls
     from sheetsync.ops import status as status_data
+    from sheetsync.startup import downgrades
 
     with open_services() as services:
         report: dict[str, Any] = {
@@ -49,6 +50,7 @@ def status(
             "dead_letters": status_data.collect_dead_letters(services),
             "limiter": status_data.collect_limiter(services),
             "redis_warning": redis_urls.eviction_warning(services.redis),
+            "downgrades": downgrades(services.settings),
         }
     report["stalled_queues"] = status_data.flag_stalled(report["buffers"], report["workers"])
     if as_json:
@@ -59,6 +61,8 @@ def status(
 
 def render(report: dict[str, Any]) -> None:
     out.print(f"redis {report['redis_url']}   database {report['database_url']}", markup=False)
+    for line in report["downgrades"]:  # turned off on purpose: part of the status
+        out.print(f"warning: {line}", markup=False)
     if report.get("redis_warning"):
         hint(f"warning: {report['redis_warning']}")
     workers_alive = _render_workers(report["workers"])

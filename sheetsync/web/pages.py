@@ -17,6 +17,7 @@ from starlette.responses import Response
 from sheetsync.models import DeadLetterReason, DeadLetterStatus
 from sheetsync.ops import deadletters as ops_deadletters
 from sheetsync.ops import status as status_data
+from sheetsync.startup import downgrades
 from sheetsync.web import charts, data, labels
 from sheetsync.web.console import Console, dead_letter_filter
 from sheetsync.web.history import HISTORY_S, Gap
@@ -87,6 +88,7 @@ def overview(request: Request) -> Response:
         limiter=limiter,
         meters=meters,
         stalled=stalled,
+        downgrades=downgrades(console.settings),
         latest=latest,
         oldest=oldest,
         titles=titles,

@@ -120,3 +120,25 @@ def test_status_shows_each_waiting_buffers_place_at_the_quota(
     text = cli.ok("status", env=one_write).stdout
     assert "write: next, in" in text
     assert "write: 1 ahead, in" in text
+
+
+def test_status_shows_the_downgrades_written_on_purpose(cli: Cli) -> None:
+    """Issue 29, C: what the processes warn about at start, `status` shows too."""
+    env = {
+        "SHEETSYNC_BROKER_URL": "rediss://:hunter2-secret@127.0.0.1:1/0?ssl_cert_reqs=none",
+        "SHEETSYNC_PII_ACCEPT_V1_TOKENS": "true",
+        "SHEETSYNC_DEVELOPMENT": "true",
+    }
+    assert json.loads(cli.ok("status", "--json").stdout)["downgrades"] == []
+
+    report = json.loads(cli.ok("status", "--json", env=env).stdout)
+    [broker, accepted, development] = report["downgrades"]
+    assert broker.startswith("SHEETSYNC_BROKER_URL has ssl_cert_reqs=none: ")
+    assert accepted.startswith("SHEETSYNC_PII_ACCEPT_V1_TOKENS=true: ")
+    assert development.startswith("SHEETSYNC_DEVELOPMENT=true: ")
+
+    text = cli.ok("status", env=env).stdout
+    for line in report["downgrades"]:
+        assert f"warning: {line}" in text
+    assert "hunter2" not in text
+    assert "warning:" not in cli.ok("status").stdout
