@@ -17,6 +17,7 @@ from aiohttp import web
 from sheets_emulator.admin_routes import add_admin_routes
 from sheets_emulator.api import Call, CallContext, handle, recognise
 from sheets_emulator.api_errors import ApiError
+from sheets_emulator.consent import AUTHORIZATION_PATH, authorize
 from sheets_emulator.faults import Fault, garble, refusal
 from sheets_emulator.oauth import token
 from sheets_emulator.partial import parse_fields, select
@@ -131,6 +132,7 @@ def make_app(state: EmulatorState | None = None) -> web.Application:
     app.router.add_get("/", _to_admin_index)
     app.router.add_get("/_emulator", _to_admin_index)
     app.router.add_post("/token", token)
+    app.router.add_get(AUTHORIZATION_PATH, authorize)
     app.router.add_route("*", "/v4/spreadsheets{tail:.*}", sheets_api)
     add_admin_routes(app)
     return app
