@@ -7,6 +7,8 @@ three lock files, and Flower as compose starts it.
   talks to Google, and docker-compose.dev.yml points the workers at the emulator.
 * Every secret comes from the environment with no default, and compose refuses to
   resolve without it; Redis requires a password.
+* Each service logs in to PostgreSQL as a role of its own (deploy/postgres/, which
+  tests/security/test_postgres_roles.py runs on a real server), never as the superuser.
 * Flower's ``/metrics``, which Flower itself leaves open, asks for the basic auth; Flower
   refuses a short password and half a TLS setup, and serves HTTPS with both files.
 * The build contexts ship nothing local; every lock file pins every package with hashes,
@@ -34,6 +36,7 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.compose import (
@@ -165,19 +168,40 @@ def test_compose_refuses_to_resolve_without_each_secret(
     assert name in result.stderr
 
 
+#: The PostgreSQL role each service that reads the database logs in as, and the
+#: variable of its password.
+DATABASE_ROLES = {
+    **dict.fromkeys(WORKERS, ("sheetsync_worker", "POSTGRES_WORKER_PASSWORD")),
+    "migrate": ("sheetsync_owner", "POSTGRES_OWNER_PASSWORD"),
+    "console": ("sheetsync_console", "POSTGRES_CONSOLE_PASSWORD"),
+    "metrics": ("sheetsync_exporter", "POSTGRES_EXPORTER_PASSWORD"),
+}
+ROLE_PASSWORDS = (
+    "POSTGRES_OWNER_PASSWORD",
+    "POSTGRES_WORKER_PASSWORD",
+    "POSTGRES_CONSOLE_PASSWORD",
+    "POSTGRES_EXPORTER_PASSWORD",
+)
+
+
 @pytest.mark.docker
 def test_the_secrets_come_from_the_environment(compose: Compose) -> None:
     config = compose.config()
     services = config["services"]
-    postgres_password = SECRETS["POSTGRES_PASSWORD"]
     redis_password = SECRETS["REDIS_PASSWORD"]
 
-    assert services["postgres"]["environment"]["POSTGRES_PASSWORD"] == postgres_password
+    postgres = services["postgres"]["environment"]
+    assert postgres["POSTGRES_PASSWORD"] == SECRETS["POSTGRES_PASSWORD"]
+    for variable in ROLE_PASSWORDS:  # for deploy/postgres/10-roles.sql
+        assert postgres[variable] == SECRETS[variable], variable
     for name, service in sheetsync_services(config).items():
         environment = service["environment"]
         if "SHEETSYNC_DATABASE_URL" in environment:
+            role, variable = DATABASE_ROLES[name]
             database_url = environment["SHEETSYNC_DATABASE_URL"]
-            assert f":{postgres_password}@postgres:" in database_url, name
+            assert database_url == (
+                f"postgresql://{role}:{SECRETS[variable]}@postgres:5432/sheetsync"
+            ), name
         if "SHEETSYNC_PII_KEYS" in environment:
             assert environment["SHEETSYNC_PII_KEYS"] == SECRETS["SHEETSYNC_PII_KEYS"], name
         for variable in ("SHEETSYNC_GOOGLE_CLIENT_SECRET", "SHEETSYNC_ALERT_WEBHOOK_URL"):
@@ -190,6 +214,63 @@ def test_the_secrets_come_from_the_environment(compose: Compose) -> None:
             assert url.startswith(f"redis://:{redis_password}@redis:"), f"{name}: {variable}"
     flower_auth = services["flower"]["environment"]["FLOWER_BASIC_AUTH"]
     assert flower_auth == f"{SECRETS['FLOWER_USER']}:{SECRETS['FLOWER_PASSWORD']}"
+
+
+@pytest.mark.docker
+def test_each_service_logs_in_to_postgresql_as_its_own_role(compose: Compose) -> None:
+    services = compose.config()["services"]
+    postgres = services["postgres"]
+
+    readers = {
+        name
+        for name, service in sheetsync_services(compose.config()).items()
+        if "SHEETSYNC_DATABASE_URL" in service["environment"]
+    }
+    assert readers == set(DATABASE_ROLES)
+    # The superuser's password reaches PostgreSQL alone.
+    superuser_password = SECRETS["POSTGRES_PASSWORD"]
+    assert postgres["environment"]["POSTGRES_USER"] == "postgres"
+    for name, service in services.items():
+        if name != "postgres":
+            assert superuser_password not in str(service), f"{name} holds the superuser's"
+    # PostgreSQL's image runs the roles script when the volume is created.
+    mounts = _mounts(postgres)
+    assert (
+        mounts["/docker-entrypoint-initdb.d/10-roles.sql"] == ROOT / "deploy/postgres/10-roles.sql"
+    )
+    assert (ROOT / "deploy/postgres/10-roles.sql").is_file()
+    # The owner grants the console's actions after each migration, before anything starts.
+    grants = services["db-grants"]
+    command = grants["command"]
+    assert command[0] == "psql" and "ON_ERROR_STOP=1" in command
+    assert command[command.index("-U") + 1] == "sheetsync_owner"
+    script = command[command.index("-f") + 1]
+    assert _mounts(grants)[script] == ROOT / "deploy/postgres/grants.sql"
+    assert grants["environment"]["PGPASSWORD"] == SECRETS["POSTGRES_OWNER_PASSWORD"]
+    assert grants["image"] == postgres["image"]
+    assert "migrate" in grants["depends_on"]
+    for name, service in sheetsync_services(compose.config()).items():
+        if name != "migrate":
+            assert service["depends_on"]["db-grants"] == {
+                "condition": "service_completed_successfully"
+            }, name
+
+
+def _mounts(service: dict[str, Any]) -> dict[str, Path]:
+    """Where each bind mount of a service comes from, by where it lands (both
+    compose versions' syntax)."""
+    found = {}
+    for volume in service.get("volumes") or []:
+        if isinstance(volume, dict):
+            if volume.get("type") == "bind":
+                found[volume["target"]] = Path(volume["source"])
+        else:
+            source, target, *_ = str(volume).split(":")
+            if source.startswith(("/", ".")):
+                found[target] = (
+                    (ROOT / source).resolve() if source.startswith(".") else Path(source)
+                )
+    return found
 
 
 @pytest.mark.docker
