@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import http.client
+import json
 import os
 import re
 import shutil
@@ -698,6 +699,24 @@ def test_every_install_checks_the_hashes() -> None:
     )
     assert re.search(r"pip install [^\n]*--require-hashes [^\n]*-r requirements\.lock", makefile)
     assert "--generate-hashes" in makefile.split("define compile_locks")[0]
+
+
+def test_renovate_keeps_the_digests_and_the_lock_files_current() -> None:
+    """renovate.json (docs/operating/deployment.md, "Images and pins"): image digests in
+    both Dockerfiles and the compose files, never another tag; the three lock files."""
+    config = json.loads((ROOT / "renovate.json").read_text())
+
+    assert "docker:pinDigests" in config["extends"]
+    assert {"dockerfile", "docker-compose", "pip_requirements"} <= set(config["enabledManagers"])
+    [pattern] = config["pip_requirements"]["managerFilePatterns"]
+    matches = re.compile(pattern.strip("/")).search
+    assert all(matches(name) for name in LOCK_FILES)
+    assert not matches("pyproject.toml")
+    [images] = [
+        rule for rule in config["packageRules"] if rule.get("matchDatasources") == ["docker"]
+    ]
+    assert images["enabled"] is False
+    assert set(images["matchUpdateTypes"]) == {"major", "minor", "patch"}
 
 
 @pytest.mark.parametrize("dockerfile", ["Dockerfile", "emulator/Dockerfile"])
