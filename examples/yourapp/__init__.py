@@ -1,0 +1,1 @@
+"""The helpers of docs/integration/frameworks.md's snippets (``yourapp.forms``)."""
