@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 import redis
 from redis import Redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -37,7 +39,7 @@ class Services:
         client: Redis | None = None,
     ) -> Services:
         settings = settings or get_settings()
-        client = client or redis_urls.client(settings.redis_url, health_check_interval=30)
+        client = client or redis_client(settings)
         store = BufferStore(client, settings)
         engine = engine or make_engine(settings.database_url)
         return cls(
@@ -52,6 +54,19 @@ class Services:
     def close(self) -> None:
         self.redis.close()
         self.engine.dispose()
+
+
+def redis_client(settings: Settings) -> Redis:
+    """The client of ``REDIS_URL``, with the settings' timeouts and one try per call: a
+    hung Redis costs a call (the web app's push, a flush's step) a bounded wait, not
+    redis-py's default of 5 s. A Sentinel URL's sentinels get the timeouts too."""
+    return redis_urls.client(
+        settings.redis_url,
+        health_check_interval=30,
+        socket_connect_timeout=settings.redis_connect_timeout_s,
+        socket_timeout=settings.redis_timeout_s,
+        retry=Retry(NoBackoff(), 0),
+    )
 
 
 _lock = threading.Lock()

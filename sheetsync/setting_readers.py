@@ -43,6 +43,18 @@ OBSERVERS: Readers = {CONSOLE: "", EXPORTER: "", CLI: "status"}
 READERS: dict[str, Readers] = {
     "redis_url": ALL,
     "broker_url": ALL,
+    "redis_connect_timeout_s": {
+        WEB_APP: "the push after commit (emit without session=: the request), alerts",
+        WORKER: "",
+        BEAT: "",
+        CLI: "",
+    },
+    "redis_timeout_s": {
+        WEB_APP: "the push after commit (emit without session=: the request), alerts",
+        WORKER: "",
+        BEAT: "",
+        CLI: "",
+    },
     "database_url": {
         WEB_APP: "emit without session=, credential_reconnected, sheetsync.db; with "
         "session=, your session's database, which must be the same one",

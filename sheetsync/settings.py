@@ -57,6 +57,16 @@ class Settings(BaseSettings):
     ``ssl_cert_reqs=none`` in the query change that."""
     broker_url: str | None = Field(None, repr=False)
     """The Celery broker; ``REDIS_URL`` when unset."""
+    redis_connect_timeout_s: float = Field(0.5, gt=0)
+    """Seconds the Redis client of ``REDIS_URL`` (buffers, limiter, alerts' dedupe) waits
+    for a connection before it gives up, with no retry. The web app's emit never waits
+    for Redis inside the caller's transaction; without a session, its push after the
+    commit waits at most this plus ``REDIS_TIMEOUT_S``."""
+    redis_timeout_s: float = Field(1.0, gt=0)
+    """Seconds that client waits for a reply (or to send a command), with no retry: a
+    paused or hung Redis costs one call this much. Workers make no blocking call (every
+    Lua script and read is bounded), so the short default suits them too; a longer one
+    in their own environment rides out longer Redis stalls."""
     database_url: str = Field("sqlite:///sheetsync.db", repr=False)
     """Forms, answers, links, the ledger and dead letters: ``sqlite:///path`` or
     ``postgresql://user@host/db`` (PostgreSQL in production)."""
