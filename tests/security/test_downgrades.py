@@ -6,13 +6,14 @@ Each is one line of :func:`sheetsync.startup.downgrades`: warned at every proces
 
 from __future__ import annotations
 
+import logging
 import os
 
 import pytest
 from support.console import running_console
 
 from sheetsync.settings import NON_SETTING_VARIABLES, Settings
-from sheetsync.startup import downgrades
+from sheetsync.startup import check_settings, downgrades
 
 PASSWORD = "hunter2-secret"
 NO_CHECK = f"rediss://:{PASSWORD}@redis.example:6380/0?ssl_cert_reqs=none"
@@ -69,6 +70,18 @@ def test_no_certificate_check_at_all_is_one_downgrade_not_two(settings_with):
     url = "rediss://redis.example:6380/0?ssl_cert_reqs=none&ssl_check_hostname=false"
     [line] = downgrades(settings_with(REDIS_URL=url))
     assert "ssl_cert_reqs=none" in line
+
+
+def test_a_web_app_that_checks_its_settings_warns_once_per_downgrade(settings_with, caplog):
+    caplog.set_level(logging.WARNING, logger="sheetsync.startup")
+    settings_with(BROKER_URL=NO_HOSTNAME, DEVELOPMENT="true")
+
+    check_settings()
+
+    warnings = [r for r in caplog.records if r.name == "sheetsync.startup"]
+    assert [r.levelno for r in warnings] == [logging.WARNING] * 2
+    assert [r.getMessage() for r in warnings] == downgrades(Settings.load())
+    assert not any(PASSWORD in r.getMessage() for r in warnings)
 
 
 def test_the_console_overview_shows_each_downgrade(pipeline_env):
