@@ -3,8 +3,10 @@
 Alerts name owners, forms, sheets and counts, never answer values. Sending one never
 raises and never waits on the webhook: the alert is logged, then posted by a background
 thread of this process (one per process, started on first use, also after a fork), so
-neither a flush nor the web app's emit (inside its transaction) waits for Slack. A
-process that exits gives the queue up to ALERT_TIMEOUT_S to drain.
+neither a flush nor the web app's emit (inside its transaction) waits for Slack. The
+emit hands its once-an-hour alerts to that thread whole (:func:`queue_alert_once`): the
+thread asks Redis whether one went out, so the caller's transaction never waits for
+Redis either. A process that exits gives the queue up to ALERT_TIMEOUT_S to drain.
 """
 
 from __future__ import annotations
@@ -44,23 +46,54 @@ class _Alert:
     deadline_s: float
 
 
+@dataclass(frozen=True, slots=True)
+class _Once:
+    """An alert to send unless one on ``topic`` went out lately (Redis says)."""
+
+    client: redis.Redis
+    topic: str
+    text: str
+    repeat_after_s: int
+    settings: Settings
+
+
 class _Sender:
     """This process's alert queue and the thread that posts it."""
 
     def __init__(self) -> None:
         self.longest_deadline_s = 0.0
-        self.queue: queue.Queue[_Alert] = queue.Queue(QUEUE_MAX)
+        self.queue: queue.Queue[_Alert | _Once] = queue.Queue(QUEUE_MAX)
+        #: Topics queued and not decided yet: one each (a busy form's every answer would
+        #: otherwise fill the queue with one broken link's alert).
+        self.pending: set[str] = set()
+        self.lock = threading.Lock()
         self.thread = threading.Thread(target=self._run, name="sheetsync-alerts", daemon=True)
         self.thread.start()
 
-    def put(self, alert: _Alert) -> bool:
-        self.longest_deadline_s = max(self.longest_deadline_s, alert.deadline_s)
+    def put(self, alert: _Alert | _Once) -> bool:
+        if isinstance(alert, _Alert):
+            self.longest_deadline_s = max(self.longest_deadline_s, alert.deadline_s)
         try:
             self.queue.put_nowait(alert)
         except queue.Full:
             log.error("alert not sent: %d alerts already wait for the webhook", QUEUE_MAX)
             return False
         return True
+
+    def put_once(self, once: _Once) -> bool:
+        redis_s = once.settings.redis_connect_timeout_s + once.settings.redis_timeout_s
+        self.longest_deadline_s = max(
+            self.longest_deadline_s, redis_s + once.settings.alert_timeout_s
+        )
+        with self.lock:
+            if once.topic in self.pending:
+                return False
+            self.pending.add(once.topic)
+        if self.put(once):
+            return True
+        with self.lock:
+            self.pending.discard(once.topic)
+        return False
 
     def drain(self, timeout_s: float) -> None:
         """Wait (at most ``timeout_s``) until every queued alert was posted or failed."""
@@ -72,15 +105,32 @@ class _Sender:
         while True:
             alert = self.queue.get()
             try:
-                post_json(
-                    alert.url,
-                    {"text": f"[sheetsync] {slack_text(alert.text)}"},
-                    deadline_s=alert.deadline_s,
-                )
+                if isinstance(alert, _Once):
+                    self._decide(alert)
+                else:
+                    post_json(
+                        alert.url,
+                        {"text": f"[sheetsync] {slack_text(alert.text)}"},
+                        deadline_s=alert.deadline_s,
+                    )
             except WebhookError as exc:
                 log.error("alert webhook failed: %s", exc)
             finally:
                 self.queue.task_done()
+
+    def _decide(self, once: _Once) -> None:
+        with self.lock:
+            self.pending.discard(once.topic)
+        try:
+            send_alert_once(
+                once.client,
+                once.topic,
+                once.text,
+                repeat_after_s=once.repeat_after_s,
+                settings=once.settings,
+            )
+        except Exception:  # the thread must outlive any one alert
+            log.exception("alert on %s not sent", once.topic)
 
 
 #: This process's sender, by pid: a forked child starts its own (threads do not fork).
@@ -144,3 +194,20 @@ def send_alert_once(
         log.info("alert on %s already sent within %d s", topic, repeat_after_s)
         return False
     return send_alert(text, settings=settings)
+
+
+def queue_alert_once(
+    client: redis.Redis,
+    topic: str,
+    text: str,
+    *,
+    repeat_after_s: int = DEFAULT_REPEAT_AFTER_S,
+    settings: Settings | None = None,
+) -> bool:
+    """:func:`send_alert_once`, decided and sent by this process's alert thread: the
+    caller (the web app's emit, inside its transaction) touches neither Redis nor the
+    webhook. A topic waits in the queue once at most (a second call while it waits is
+    dropped); Redis says whether one went out within ``repeat_after_s``. Returns whether
+    it was queued."""
+    once = _Once(client, topic, text, repeat_after_s, settings or get_settings())
+    return _current_sender().put_once(once)

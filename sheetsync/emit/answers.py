@@ -1,9 +1,11 @@
 """The web app's side: record an answer for its linked sheets and push its id.
 
 The SheetTransaction row (ENQUEUED) is the outbox: it is written in the caller's
-transaction, and the Redis push runs only after that transaction commits. If Redis is
-down the push is skipped and the reconciler pushes the id later; the caller's request
-never fails because of Redis or the broker.
+transaction, and the Redis push runs only after that transaction commits. Nothing in
+the caller's transaction touches Redis (a malformed link's alert goes to the alert
+thread whole). If Redis is down the push is skipped and the reconciler pushes the id
+later; the caller's request never fails because of Redis or the broker, and waits for
+Redis only without a session (its own push, bounded by the client's timeouts).
 
 One SQL statement per emit in the steady state (docs/ARCHITECTURE.md, "Emit"): an
 ``INSERT ... SELECT`` over the form's links as they are (:func:`ledger.claim_for_links`),
@@ -26,7 +28,7 @@ from sqlalchemy import event, select, update
 from sqlalchemy.orm import Session
 
 from sheetsync import ledger
-from sheetsync.alerts import send_alert_once
+from sheetsync.alerts import queue_alert_once
 from sheetsync.buffers.push import push
 from sheetsync.emit.push_thread import Pushes, push_thread
 from sheetsync.emit.routing import FormRoutes, Route, RoutingCache
@@ -225,7 +227,7 @@ def _take(
         if state is TransactionType.ENQUEUED:  # malformed: the statement cannot tell
             _correct(session, answer_id, sheet, TransactionType.VALIDATION_FAILED, route.problem)
         recorded.invalid[answer_id].append(route.problem)
-        send_alert_once(
+        queue_alert_once(  # decided and sent by the alert thread: no Redis in this transaction
             services.redis,
             f"link:{route.link_id}",
             f"VALIDATION_FAILED: {route.problem}",
@@ -280,8 +282,9 @@ def _push_now(services: Services, pushes: Pushes) -> bool:
         by_ids[tuple(answer_ids)].append(target)
     ok = True
     for same_ids, targets in by_ids.items():
-        ok = push(services.store, targets, same_ids) and ok
-    metric_events.publish_soon(services.redis)  # the ledger transitions counted by the emit
+        ok = ok and push(services.store, targets, same_ids)  # Redis is down: stop waiting
+    if ok:  # else the counts wait in the tally for the next publish
+        metric_events.publish_soon(services.redis)  # the ledger transitions of the emit
     return ok
 
 
