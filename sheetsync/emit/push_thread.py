@@ -8,10 +8,12 @@ thread per process, which sends whatever has queued up meanwhile in one push per
 buffers (a busy process sends fewer, larger pushes), in commit order.
 
 Nothing is lost where the thread does not get to it: the rows are committed ENQUEUED,
-and beat's reconciler pushes what Redis does not hold (as when Redis is down). A full
-queue (Redis slower than the app for long) makes the request push itself, as before;
-a forked child starts its own thread and leaves the parent's queue to the parent; at
-exit the queue is drained for up to :data:`EXIT_DRAIN_S`.
+and beat's reconciler pushes what Redis does not hold (as when Redis is down). So a full
+queue (the thread hung, or Redis slower than the app for long) never makes the request
+wait: its push is dropped, counted (:attr:`PushThread.dropped`) and logged without an
+id, and left to the reconciler. A forked child starts its own thread and leaves the
+parent's queue to the parent; at exit the queue is drained for up to
+:data:`EXIT_DRAIN_S`.
 """
 
 from __future__ import annotations
@@ -21,12 +23,14 @@ import logging
 import os
 import queue
 import threading
+import time
 from collections import defaultdict
 from collections.abc import Callable
 from typing import TypeAlias
 
 from sheetsync.keys import BufferKey
 from sheetsync.services import Services
+from sheetsync.text import duration
 
 log = logging.getLogger(__name__)
 
@@ -35,8 +39,10 @@ Pushes: TypeAlias = dict[tuple[BufferKey, str], list[str]]
 #: Sends pushes now; True when every one reached Redis (``answers._push_now``).
 Send: TypeAlias = Callable[[Services, Pushes], bool]
 
-#: Commits waiting for the thread before a request pushes its own.
+#: Commits waiting for the thread; past this, a commit's push is dropped.
 MAX_WAITING = 10_000
+#: Dropped pushes are logged at most once per this many seconds (with the count since).
+DROP_LOG_EVERY_S = 10.0
 #: How long the interpreter's exit waits for the pushes still queued.
 EXIT_DRAIN_S = 5.0
 
@@ -54,18 +60,45 @@ class PushThread:
         self._lock = threading.Lock()
         self._pid = -1
         self._queue: queue.Queue[Item] = queue.Queue(max_waiting)
+        #: Ids whose push was dropped (a full queue) in this process, and since the last
+        #: log line.
+        self.dropped = 0
+        self._dropped_unlogged = 0
+        self._logged_at = -DROP_LOG_EVERY_S
+        self._drops_lock = threading.Lock()
         # A fork while another thread starts the parent's thread would copy the lock held.
         os.register_at_fork(after_in_child=self._forget_the_parents_lock)
 
     def _forget_the_parents_lock(self) -> None:
         self._lock = threading.Lock()
+        self._drops_lock = threading.Lock()
 
     def submit(self, services: Services, pushes: Pushes) -> None:
-        """Push ``pushes`` soon, from the thread (now, from the caller, if it is behind)."""
+        """Push ``pushes`` soon, from the thread; if it is that far behind, drop them
+        (the reconciler pushes them) and return at once."""
         try:
             self._running().put_nowait((services, pushes))
         except queue.Full:
-            self._send(services, pushes)
+            self._drop(services, pushes)
+
+    def _drop(self, services: Services, pushes: Pushes) -> None:
+        ids = len({answer_id for answer_ids in pushes.values() for answer_id in answer_ids})
+        now = time.monotonic()
+        with self._drops_lock:
+            self.dropped += ids
+            self._dropped_unlogged += ids
+            if now - self._logged_at < DROP_LOG_EVERY_S:
+                return
+            count, self._dropped_unlogged, self._logged_at = self._dropped_unlogged, 0, now
+        settings = services.settings
+        log.warning(
+            "push of %d ids dropped: %d commits already wait for the push thread; they stay "
+            "ENQUEUED in the database, and beat's reconciler pushes them within about %s "
+            "(SHEETSYNC_RECONCILE_AFTER_S + SHEETSYNC_RECONCILE_INTERVAL_S)",
+            count,
+            self._max_waiting,
+            duration(settings.reconcile_after_s + settings.reconcile_interval_s),
+        )
 
     def wait(self, timeout_s: float) -> bool:
         """Wait until every push submitted so far was sent; False on timeout."""

@@ -3,15 +3,18 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import select
 import signal
 import threading
+from types import SimpleNamespace
 
 from sheetsync import emit_answer_submitted, wait_for_pushes
 from sheetsync.emit.push_thread import Pushes, PushThread
 from sheetsync.keys import BufferKey
 from sheetsync.services import Services
+from sheetsync.settings import Settings
 
 KEY = BufferKey("owner", "form_1", "sheet", 0)
 OTHER = BufferKey("owner", "form_1", "other", 0)
@@ -53,22 +56,36 @@ def test_commits_that_queue_up_go_in_one_push_per_buffer_in_commit_order() -> No
     assert recorder.threads == {"sheetsync-push"}
 
 
-def test_a_full_queue_makes_the_request_push_itself() -> None:
+def test_a_full_queue_drops_the_push_and_the_request_returns_at_once(caplog) -> None:
+    """The request never sends a push itself: past the queue's bound its ids are left to
+    the reconciler (they are committed ENQUEUED), counted and logged without any id."""
     recorder = Recorder()
     thread = PushThread(recorder, max_waiting=1)
     recorder.release.clear()
     thread.submit(object(), {(KEY, "q"): ["a0"]})
     assert recorder.sending.wait(5)  # the thread took it, and its send is held
     thread.submit(object(), {(KEY, "q"): ["a1"]})  # queued: the queue is full
-    caller = threading.Thread(
-        target=thread.submit, args=(object(), {(KEY, "q"): ["a2"]}), name="request"
-    )
-    caller.start()
-    recorder.release.set()
-    caller.join(5)
+    with caplog.at_level(logging.WARNING, logger="sheetsync.emit.push_thread"):
+        app = SimpleNamespace(settings=Settings.load(reconcile_after_s=600))
+        caller = threading.Thread(
+            target=thread.submit, args=(app, {(KEY, "q"): ["a2", "a3"]}), name="request"
+        )
+        caller.start()
+        caller.join(2)
+        returned = not caller.is_alive()
+        recorder.release.set()
+        caller.join(5)
+    assert returned, "the request waited for the held push thread"
     assert thread.wait(5)
-    assert sorted(pushes[(KEY, "q")] for pushes in recorder.sent) == [["a0"], ["a1"], ["a2"]]
-    assert recorder.threads == {"sheetsync-push", "request"}
+    assert [pushes[(KEY, "q")] for pushes in recorder.sent] == [["a0"], ["a1"]]
+    assert recorder.threads == {"sheetsync-push"}
+    assert thread.dropped == 2  # ids, not commits
+    [line] = [r.getMessage() for r in caplog.records if r.name == "sheetsync.emit.push_thread"]
+    assert "a2" not in line and "a3" not in line and "owner" not in line
+    assert line.startswith(
+        "push of 2 ids dropped: 1 commits already wait for the push thread; they stay ENQUEUED "
+        "in the database, and beat's reconciler pushes them within about 15m 0s"
+    ), line
 
 
 def test_a_forked_child_pushes_from_a_thread_of_its_own() -> None:
