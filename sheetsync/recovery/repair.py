@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, func, select
+from sqlalchemy import and_, case, func, select
 from sqlalchemy.orm import Session
 
 from sheetsync import ledger, links
@@ -74,7 +74,9 @@ class _Group:
     submission_id: str | None
     user_id: str | None
     plan: Any
-    count: int
+    #: Its ENQUEUED rows older than the cutoff (the ones to check), and all of them.
+    old: int
+    enqueued: int
 
     @property
     def key(self) -> BufferKey | None:
@@ -90,11 +92,14 @@ def reconcile(
     their buffer: their ids were lost from Redis (a restart, a failover, a push that
     never ran).
 
-    It costs what is lost, not what is waiting: one grouped query counts the old
-    ENQUEUED ids per buffer, and one pipelined round trip compares each count with the
-    buffer's length. Only a buffer with fewer ids than that, or no job, is read whole
-    and compared id by id. (A list that also holds ids settled but not yet trimmed can
-    hide a loss for a while; once the buffer drains, the loss shows and is repaired.)
+    It costs what is lost, not what is waiting: one grouped query counts the ENQUEUED
+    ids per buffer that has old ones, and one pipelined round trip compares each count
+    with the buffer's length. Only a buffer with fewer ids than that, or no job, is read
+    whole and compared id by id. Every ENQUEUED id is counted, not only the old ones: a
+    busy buffer's newer ids would otherwise hide older ones that never reached it (the
+    pushes a web app dropped). (A list that also holds ids settled but not yet trimmed
+    can hide a loss for a while; once the buffer drains, the loss shows and is
+    repaired.)
     Every buffer is looked at in every pass, so a large backlog in one cannot hide a
     loss in another.
 
@@ -141,7 +146,7 @@ def _short_buffers(services: Services, groups: list[_Group]) -> list[_Group]:
     short = []
     for n, group in enumerate(groups):
         length, has_job = replies[2 * n], replies[2 * n + 1]
-        if length < group.count or not has_job:
+        if length < group.enqueued or not has_job:
             short.append(group)
     return short
 
@@ -167,9 +172,11 @@ def _missing_from_buffer(services: Services, key: BufferKey, ids: list[str]) -> 
 
 
 def _lost_groups(cutoff: datetime) -> Any:
-    """Old ENQUEUED rows counted per (sheet, form, link owner), with the owner's plan;
-    the form or owner is None where the answer or the link is gone."""
+    """ENQUEUED rows counted per (sheet, form, link owner) that has old ones (old, and
+    all), with the owner's plan; the form or owner is None where the answer or the link
+    is gone."""
     tx = SheetTransaction
+    old = func.sum(case((tx.updated_at < cutoff, 1), else_=0))
     return (
         select(
             tx.spread_sheet_id,
@@ -177,6 +184,7 @@ def _lost_groups(cutoff: datetime) -> Any:
             SubmissionAnswer.submission_id,
             SpreadSheet.create_user_id,
             User.plan,
+            old,
             func.count(),
         )
         .outerjoin(SubmissionAnswer, SubmissionAnswer.id == tx.submission_answer_id)
@@ -189,7 +197,7 @@ def _lost_groups(cutoff: datetime) -> Any:
             ),
         )
         .outerjoin(User, User.id == SpreadSheet.create_user_id)
-        .where(tx.type == TransactionType.ENQUEUED, tx.updated_at < cutoff)
+        .where(tx.type == TransactionType.ENQUEUED)
         .group_by(
             tx.spread_sheet_id,
             tx.sheet_id,
@@ -197,6 +205,7 @@ def _lost_groups(cutoff: datetime) -> Any:
             SpreadSheet.create_user_id,
             User.plan,
         )
+        .having(old > 0)
     )
 
 
