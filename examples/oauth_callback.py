@@ -98,10 +98,11 @@ def create_app() -> Flask:
         expected = session.pop("oauth_state", None)
         if user_id is None:
             return "Sign in first.", 401
-        if not expected or not hmac.compare_digest(expected, request.args.get("state", "")):
+        returned = request.args.get("state", "").encode()
+        if not isinstance(expected, str) or not hmac.compare_digest(expected.encode(), returned):
             return "This link is stale or not yours: connect Google again from your settings.", 400
         if "error" in request.args:  # access_denied: the owner said no
-            return "Google was not connected: answers stay parked until you allow access.", 400
+            return "Google was not connected: your sheets get no answers until you allow it.", 400
         try:
             tokens = exchange(settings, request.args.get("code", ""))
             account_id = google_account_id(tokens.get("id_token", ""), settings)

@@ -176,8 +176,10 @@ def test_a_state_that_is_not_this_sessions_is_refused(
     forged = callback(client, {**query, "state": ["forged"]})
     replayed = callback(client, query)  # the session's state went with the first try
     elsewhere = callback(signed_in(app, "owner_a"), query)  # another browser, no state
+    to_google(client)
+    not_ascii = callback(client, {**query, "state": ["état"]})
 
-    assert [r.status_code for r in (forged, replayed, elsewhere)] == [400, 400, 400]
+    assert [r.status_code for r in (forged, replayed, elsewhere, not_ascii)] == [400] * 4
     assert "connect Google again" in forged.text
     assert credential_of(pipeline, "owner_a") is None
     signed_out = app.test_client().get("/connect")
