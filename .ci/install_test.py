@@ -40,6 +40,9 @@ from install_support import ROOT, InstallTestError, log, run
 from install_venv import check_python
 
 MIN_VERSION = (3, 11)
+#: The distribution's name ("sheetsync" on PyPI is another project's), and its files'.
+DISTRIBUTION = "sheetsync-stream"
+DIST_FILE = "sheetsync_stream"
 #: Top-level entries of an sdist that would be tests or development files.
 NOT_IN_SDIST = ("tests", "bench", "examples", "tasks", "docs", ".ci", "celeryconfig.py")
 
@@ -87,8 +90,8 @@ def build(work: Path) -> tuple[Path, Path]:
     """The sdist, and the wheel built from it, in ``work/dist``."""
     dist = work / "dist"
     run([sys.executable, "-m", "build", "--outdir", dist, ROOT])
-    [sdist] = dist.glob("sheetsync-*.tar.gz")
-    [wheel] = dist.glob("sheetsync-*.whl")
+    [sdist] = dist.glob(f"{DIST_FILE}-*.tar.gz")
+    [wheel] = dist.glob(f"{DIST_FILE}-*.whl")
     run([sys.executable, "-m", "twine", "check", "--strict", sdist, wheel])
     return sdist, wheel
 
@@ -96,8 +99,11 @@ def build(work: Path) -> tuple[Path, Path]:
 def check_wheel(wheel: Path, version: str, pythons: Sequence[str]) -> None:
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
-        metadata = archive.read(f"sheetsync-{version}.dist-info/METADATA").decode()
-    stray = {name.split("/")[0] for name in names} - {"sheetsync", f"sheetsync-{version}.dist-info"}
+        metadata = archive.read(f"{DIST_FILE}-{version}.dist-info/METADATA").decode()
+    stray = {name.split("/")[0] for name in names} - {
+        "sheetsync",
+        f"{DIST_FILE}-{version}.dist-info",
+    }
     if stray:
         raise InstallTestError(f"the wheel ships more than the package: {sorted(stray)}")
     tracked = run(["git", "ls-files", "sheetsync"], cwd=ROOT).stdout.split()
@@ -106,7 +112,8 @@ def check_wheel(wheel: Path, version: str, pythons: Sequence[str]) -> None:
         raise InstallTestError(f"the wheel lacks files of the package: {missing}")
     headers = metadata.split("\n\n")[0]
     fields = set(re.findall(r"^([A-Za-z-]+): (.*)$", headers, re.MULTILINE))
-    wanted = {("Version", version), ("License-Expression", "MIT"), ("Requires-Python", ">=3.11")}
+    wanted = {("Name", DISTRIBUTION), ("Version", version), ("License-Expression", "MIT")}
+    wanted.add(("Requires-Python", ">=3.11"))
     wanted |= {("Classifier", f"Programming Language :: Python :: {minor}") for minor in pythons}
     if wanted - fields:
         raise InstallTestError(f"the wheel's METADATA lacks {sorted(wanted - fields)}")
@@ -115,7 +122,7 @@ def check_wheel(wheel: Path, version: str, pythons: Sequence[str]) -> None:
 
 def check_sdist(sdist: Path, version: str) -> None:
     with tarfile.open(sdist) as archive:
-        names = [name.removeprefix(f"sheetsync-{version}/") for name in archive.getnames()]
+        names = [name.removeprefix(f"{DIST_FILE}-{version}/") for name in archive.getnames()]
     shipped = sorted(name for name in names if name.split("/")[0] in NOT_IN_SDIST)
     if shipped:
         raise InstallTestError(f"the sdist ships tests or development files: {shipped[:10]}")

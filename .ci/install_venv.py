@@ -1,5 +1,7 @@
-"""The install test in one fresh venv: the core wheel alone, then the wheel with every
-extra and the emulator running the minimal integration (see install_test.py)."""
+"""The install test in two fresh venvs: the web app's (the core wheel alone: the slim
+install, then the emulator beside it) and the workers' (the wheel with every extra and
+the emulator); the minimal integration runs its web app side in the first, its worker,
+console, exporter and Flower in the second (see install_test.py)."""
 
 from __future__ import annotations
 
@@ -22,10 +24,21 @@ from install_support import (
     wait_for_http,
 )
 
-#: Packages only an extra (or development) may bring: the console's, the exporter's,
-#: PostgreSQL's, Flower's, the emulator's and the browser tests'.
+#: Packages only an extra (or development) may bring: the workers' stack (Celery, Google's
+#: client, the command line's libraries), the console's, the exporter's, PostgreSQL's,
+#: Flower's, the emulator's and the browser tests'.
 NOT_IN_CORE = frozenset(
     {
+        "celery",
+        "billiard",
+        "google-api-python-client",
+        "google-auth",
+        "google-auth-httplib2",
+        "httplib2",
+        "orjson",
+        "typer",
+        "rich",
+        "click",
         "starlette",
         "uvicorn",
         "jinja2",
@@ -40,8 +53,11 @@ NOT_IN_CORE = frozenset(
     }
 )
 #: Each optional part without its extra (argv, extra variables, the extra): it must stop
-#: with exactly ``error: <what>: needs the [<extra>] extra: pip install 'sheetsync[<extra>]'``.
+#: with exactly ``error: <what>: needs the [<extra>] extra:
+#: pip install 'sheetsync-stream[<extra>]'``.
 MISSING_EXTRAS: list[tuple[list[str], dict[str, str], str, str]] = [
+    (["sheetsync", "status"], {}, "sheetsync status", "worker"),
+    (["sheetsync", "dlq", "list"], {}, "sheetsync dlq", "worker"),
     (["sheetsync", "web"], {}, "sheetsync web", "web"),
     (["sheetsync", "metrics"], {}, "sheetsync metrics", "metrics"),
     (["python", "-m", "sheetsync.celery.flower"], {}, "sheetsync flower", "flower"),
@@ -122,9 +138,13 @@ def check_core(venv: Venv, wheel: Path, version: str) -> str:
     ).stdout.split()
     if module_version != version or not Path(module_file).is_relative_to(venv.path):
         raise InstallTestError(f"sheetsync {module_version} was imported from {module_file}")
+    database = f"sqlite:///{venv.path / 'slim.db'}"
+    upgraded = run(["sheetsync", "db", "upgrade"], env=venv.env(SHEETSYNC_DATABASE_URL=database))
+    if "sqlite" not in upgraded.stdout:
+        raise InstallTestError(f"sheetsync db upgrade printed {upgraded.stdout!r}")
     for argv, variables, what, extra in MISSING_EXTRAS:
         result = attempt(argv, env=venv.env(**variables), cwd=venv.path)
-        line = f"error: {what}: needs the [{extra}] extra: pip install 'sheetsync[{extra}]'"
+        line = f"error: {what}: needs the [{extra}] extra: pip install 'sheetsync-stream[{extra}]'"
         if result.returncode != 1 or result.stderr.splitlines() != [line]:
             raise InstallTestError(
                 f"{' '.join(argv)} without [{extra}]: exit {result.returncode}, "
@@ -136,29 +156,34 @@ def check_core(venv: Venv, wheel: Path, version: str) -> str:
 def with_extras(wheel: Path) -> list[str]:
     """The wheel with every production extra, and the emulator (its own distribution,
     emulator/, installed from the checkout)."""
-    return [f"sheetsync[all] @ {wheel.as_uri()}", str(ROOT / "emulator")]
+    return [f"sheetsync-stream[all] @ {wheel.as_uri()}", str(ROOT / "emulator")]
 
 
-def check_integration(venv: Venv, wheel: Path) -> None:
-    """README.md's minimal integration from the venv's directory (examples/minimal.py
-    copied there), then the console, the exporter and Flower over HTTP."""
-    venv.install(*with_extras(wheel))
-    home = venv.path
+def check_integration(web_app: Venv, workers: Venv, wheel: Path) -> None:
+    """README.md's minimal integration: its web app side (examples/minimal.py, copied
+    to a directory of its own, and `sheetsync db upgrade`) from the slim venv with the
+    emulator beside it, its worker from the workers' venv; then the console, the
+    exporter and Flower over HTTP."""
+    web_app.install(str(ROOT / "emulator"))
+    workers.install(*with_extras(wheel))
+    home = web_app.path / "app"
+    home.mkdir()
     shutil.copy(ROOT / "examples" / "minimal.py", home / "minimal.py")
     redis_port, emulator_port = free_port(), free_port()
     emulator = f"http://127.0.0.1:{emulator_port}"
-    keys = run(["sheetsync", "keys", "generate"], env=venv.env(), cwd=home).stdout.strip()
-    env = venv.env(
-        SHEETSYNC_DATABASE_URL=f"sqlite:///{home / 'example.db'}",
-        SHEETSYNC_REDIS_URL=f"redis://127.0.0.1:{redis_port}/0",
-        SHEETSYNC_PII_KEYS=keys,
-        SHEETSYNC_GOOGLE_API_ENDPOINT=emulator,
-        SHEETSYNC_GOOGLE_TOKEN_URI=f"{emulator}/token",
-        SHEETSYNC_GOOGLE_CLIENT_ID="dev",
-        SHEETSYNC_GOOGLE_CLIENT_SECRET="dev",  # noqa: S106 (the emulator checks none)
-        SHEETSYNC_DEVELOPMENT="true",  # the emulator stands in for Google
-        SHEETSYNC_FLUSH_DELAY_S="1",
-    )
+    keys = run(["sheetsync", "keys", "generate"], env=workers.env(), cwd=home).stdout.strip()
+    settings = {
+        "SHEETSYNC_DATABASE_URL": f"sqlite:///{home / 'example.db'}",
+        "SHEETSYNC_REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
+        "SHEETSYNC_PII_KEYS": keys,
+        "SHEETSYNC_GOOGLE_API_ENDPOINT": emulator,
+        "SHEETSYNC_GOOGLE_TOKEN_URI": f"{emulator}/token",
+        "SHEETSYNC_GOOGLE_CLIENT_ID": "dev",
+        "SHEETSYNC_GOOGLE_CLIENT_SECRET": "dev",
+        "SHEETSYNC_DEVELOPMENT": "true",  # the emulator stands in for Google
+        "SHEETSYNC_FLUSH_DELAY_S": "1",
+    }
+    app_env, env = web_app.env(**settings), workers.env(**settings)
     redis = ["redis-server", "--port", str(redis_port), "--bind", "127.0.0.1", "--save", ""]
     redis += ["--appendonly", "no", "--dir", str(home)]
     worker = ["celery", "-A", "sheetsync.celery", "worker", "-B", "--loglevel=WARNING"]
@@ -168,15 +193,15 @@ def check_integration(venv: Venv, wheel: Path) -> None:
             ["sheetsync", "emulator", "--port", str(emulator_port)], env, home, "emulator"
         ) as emulator_log,
     ):
-        run(["sheetsync", "db", "upgrade"], env=env, cwd=home)
+        run(["sheetsync", "db", "upgrade"], env=app_env, cwd=home)
         wait_for_http(f"{emulator}/_emulator/health", "the emulator", emulator_log)
         with background(worker, env, home, "worker") as worker_log:
-            result = attempt(["python", "minimal.py"], env=env, cwd=home)
+            result = attempt(["python", "minimal.py"], env=app_env, cwd=home)
             if result.returncode != 0 or " is in spreadsheet " not in result.stdout:
                 output = result.stdout + result.stderr
                 raise InstallTestError(
-                    f"examples/minimal.py exited {result.returncode}:\n{output}\n"
-                    f"the worker's log:\n{worker_log.read_text(errors='replace')}"
+                    f"examples/minimal.py (the slim venv) exited {result.returncode}:\n"
+                    f"{output}\nthe worker's log:\n{worker_log.read_text(errors='replace')}"
                 )
         check_servers(home, env)
 
@@ -205,12 +230,14 @@ def check_servers(home: Path, env: dict[str, str]) -> None:
 
 
 def check_python(python: Path, work: Path, wheel: Path, version: str) -> str:
-    """Both steps in a fresh venv of ``python``; returns the figures and times."""
+    """Both steps in fresh venvs of ``python``; returns the figures and times."""
     pins = pins_without_hashes(work)
-    venv = new_venv(python, work / f"venv-{python.parent.parent.name}", pins)
+    name = python.parent.parent.name
+    web_app = new_venv(python, work / f"venv-{name}-web-app", pins)
     started = time.monotonic()
-    figure = check_core(venv, wheel, version)
+    figure = check_core(web_app, wheel, version)
     core_s = time.monotonic() - started
-    check_integration(venv, wheel)
+    workers = new_venv(python, work / f"venv-{name}-workers", pins)
+    check_integration(web_app, workers, wheel)
     total_s = time.monotonic() - started
     return f"core {figure} ({core_s:.0f} s with its checks); {total_s:.0f} s in all"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import logging
 from dataclasses import dataclass
+from importlib.util import find_spec
 from typing import Any, Protocol
 
 from sheetsync.errors import ConfigError
@@ -24,6 +25,14 @@ QUEUE_DEFAULT = "sheetsync_default"
 #: Dead-letter replays, the sweeper and the reconciler.
 QUEUE_SCHEDULED = "sheetsync_scheduled"
 QUEUES = (QUEUE_PRIORITY, QUEUE_DEFAULT, QUEUE_SCHEDULED)
+
+#: The tasks the library sends, by name (sheetsync.celery.tasks registers them).
+FLUSH_TASK = "sheetsync.flush.run"
+REPLAY_TASK = "sheetsync.replay_dead_letter"
+NOTIFY_TASK = "sheetsync.notify_owner"
+#: Seconds a notification task may run beyond the hook's timeout before the prefork
+#: pool kills it (a callable hook that hangs).
+NOTIFY_TIME_LIMIT_MARGIN_S = 5.0
 
 _PRIORITY_PLANS = frozenset({Plan.PRO, Plan.PRO_PLUS, Plan.ENTERPRISE})
 
@@ -74,8 +83,10 @@ class Dispatcher(Protocol):
         the broker cannot say."""
 
 
-#: The dispatcher used unless another is registered: the Celery app's.
+#: The dispatcher used unless another is registered: the Celery app's; where Celery is
+#: not installed (the web app's slim install), one that sends with kombu alone.
 DEFAULT_DISPATCHER = "sheetsync.celery.dispatcher:CeleryDispatcher"
+WITHOUT_CELERY = "sheetsync.task_messages:KombuDispatcher"
 
 _dispatcher: Dispatcher | None = None
 
@@ -86,15 +97,17 @@ def set_dispatcher(dispatcher: Dispatcher | None) -> None:
 
 
 def get_dispatcher() -> Dispatcher:
-    """The registered dispatcher, else :data:`DEFAULT_DISPATCHER` (built once)."""
+    """The registered dispatcher, else :data:`DEFAULT_DISPATCHER` (built once), or
+    :data:`WITHOUT_CELERY` when Celery is not installed."""
     global _dispatcher  # noqa: PLW0603 (a process-wide registration)
     if _dispatcher is None:
-        module_name, _, class_name = DEFAULT_DISPATCHER.partition(":")
+        name = DEFAULT_DISPATCHER if find_spec("celery") is not None else WITHOUT_CELERY
+        module_name, _, class_name = name.partition(":")
         try:
             factory = getattr(importlib.import_module(module_name), class_name)
         except ImportError as exc:
             raise ConfigError(
-                f"no task dispatcher: {DEFAULT_DISPATCHER} could not be imported ({exc}); "
+                f"no task dispatcher: {name} could not be imported ({exc}); "
                 "install Celery or call sheetsync.dispatch.set_dispatcher"
             ) from None
         _dispatcher = factory()

@@ -16,7 +16,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from support.paths import ROOT
 
-from sheetsync import extras
+from sheetsync import __version__, extras
 from sheetsync.settings import NON_SETTING_VARIABLES
 
 #: Seconds one command may take (it stops before connecting to anything).
@@ -29,26 +29,45 @@ CASES = [
         "from sheetsync.cli import main; sys.exit(main(['web']))",
         "web",
         {},
-        "error: sheetsync web: needs the [web] extra: pip install 'sheetsync[web]'",
+        "error: sheetsync web: needs the [web] extra: pip install 'sheetsync-stream[web]'",
     ),
     (
         "from sheetsync.cli import main; sys.exit(main(['metrics']))",
         "metrics",
         {},
-        "error: sheetsync metrics: needs the [metrics] extra: pip install 'sheetsync[metrics]'",
+        "error: sheetsync metrics: needs the [metrics] extra: "
+        "pip install 'sheetsync-stream[metrics]'",
     ),
     (
         "from sheetsync.celery.flower import main; main(['--port=0'])",
         "flower",
         {},
-        "error: sheetsync flower: needs the [flower] extra: pip install 'sheetsync[flower]'",
+        "error: sheetsync flower: needs the [flower] extra: pip install 'sheetsync-stream[flower]'",
+    ),
+    (
+        "from sheetsync.cli import main; sys.exit(main(['status']))",
+        "worker",
+        {},
+        "error: sheetsync status: needs the [worker] extra: pip install 'sheetsync-stream[worker]'",
+    ),
+    (
+        "from sheetsync.cli import main; sys.exit(main(['dlq', 'list', '--json']))",
+        "worker",
+        {},
+        "error: sheetsync dlq: needs the [worker] extra: pip install 'sheetsync-stream[worker]'",
+    ),
+    (
+        "from sheetsync.celery.flower import main; main(['--port=0'])",
+        "worker",
+        {},
+        "error: sheetsync flower: needs the [flower] extra: pip install 'sheetsync-stream[flower]'",
     ),
     (
         "from sheetsync.cli import main; sys.exit(main(['db', 'upgrade']))",
         "postgres",
         {"SHEETSYNC_DATABASE_URL": POSTGRES_URL},
         "error: PostgreSQL (SHEETSYNC_DATABASE_URL): needs the [postgres] extra: "
-        "pip install 'sheetsync[postgres]'",
+        "pip install 'sheetsync-stream[postgres]'",
     ),
 ]
 
@@ -95,7 +114,7 @@ def _installed_closure(requirements: list[str]) -> set[str]:
     while pending:
         requirement = pending.pop()
         name = canonicalize_name(requirement.name)
-        if name in seen or name == "sheetsync":
+        if name in seen or name == "sheetsync-stream":
             continue
         seen.add(name)
         for text in metadata.requires(name) or []:
@@ -128,9 +147,36 @@ def test_a_missing_module_an_extra_provides_names_that_extra() -> None:
     error = ModuleNotFoundError("No module named 'prometheus_client'", name="prometheus_client")
     assert describe(error) == (
         "the Python module prometheus_client is not installed: it comes with the [metrics] "
-        "extra: pip install 'sheetsync[metrics]'"
+        "extra: pip install 'sheetsync-stream[metrics]'"
     )
-    error = ModuleNotFoundError("No module named 'orjson'", name="orjson")
+    error = ModuleNotFoundError("No module named 'kombu'", name="kombu")
     assert describe(error) == (
-        "the Python module orjson is not installed: reinstall sheetsync with its dependencies"
+        "the Python module kombu is not installed: reinstall sheetsync-stream with its dependencies"
     )
+
+
+def test_the_slim_install_migrates_and_prints_its_version(tmp_path) -> None:
+    """Without the [worker] extra (no Celery, Google's client, Typer or Rich), the web
+    app's deploy still runs `sheetsync db upgrade` and `sheetsync --version`."""
+    hide = f"import sys\nfor name in {extras.MODULES['worker']!r}: sys.modules[name] = None\n"
+    database = f"sqlite:///{tmp_path / 'app.db'}"
+    code = (
+        "from sheetsync.cli import main\n"
+        "assert main(['--version']) == 0\n"
+        "sys.exit(main(['db', 'upgrade']))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", hide + code],
+        capture_output=True,
+        text=True,
+        timeout=COMMAND_TIMEOUT_S,
+        env=_environment({"SHEETSYNC_DATABASE_URL": database}),
+        cwd=ROOT,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        f"sheetsync {__version__}",
+        f"{database}: schema up to date",
+    ]
+    assert (tmp_path / "app.db").exists()

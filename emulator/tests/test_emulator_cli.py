@@ -68,7 +68,7 @@ def test_a_taken_port_is_one_line(emulator_server: EmulatorServer) -> None:
 
 def test_version_and_help() -> None:
     assert run("--version").stdout.strip() == f"sheets-emulator {__version__}"
-    assert importlib.metadata.version("sheets-emulator") == __version__  # one source
+    assert importlib.metadata.version("sheetsync-emulator") == __version__  # one source
     usage = run("--help").stdout
     for option in ("--host", "--port", "--allow-remote", "--read-per-project", "--window-s"):
         assert option in usage

@@ -13,18 +13,19 @@ from typing import Any
 from celery import Celery
 
 from sheetsync.celery.application import app as sheetsync_app
-from sheetsync.dispatch import QUEUE_SCHEDULED, QUEUES, FlushTask
+from sheetsync.dispatch import (
+    FLUSH_TASK,
+    NOTIFY_TASK,
+    NOTIFY_TIME_LIMIT_MARGIN_S,
+    QUEUE_SCHEDULED,
+    QUEUES,
+    REPLAY_TASK,
+    FlushTask,
+)
 from sheetsync.errors import ConfigError
 from sheetsync.settings import get_settings
 
 log = logging.getLogger(__name__)
-
-FLUSH_TASK = "sheetsync.flush.run"
-REPLAY_TASK = "sheetsync.replay_dead_letter"
-NOTIFY_TASK = "sheetsync.notify_owner"
-#: Seconds a notification task may run beyond the hook's timeout before the prefork
-#: pool kills it (a callable hook that hangs).
-NOTIFY_TIME_LIMIT_MARGIN_S = 5.0
 
 
 def checked_countdown(countdown_s: float) -> float:

@@ -11,6 +11,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from sheetsync.buffers.push import send_tasks
 from sheetsync.celery.application import app
 from sheetsync.celery.dispatcher import checked_countdown
+from sheetsync.dispatch import FLUSH_TASK, NOTIFY_TASK, REPLAY_TASK
 from sheetsync.errors import ConfigError
 from sheetsync.flush.entry import flush
 from sheetsync.recovery import repair
@@ -20,7 +21,7 @@ from sheetsync.settings import get_settings
 log = logging.getLogger(__name__)
 
 
-@app.task(bind=True, name="sheetsync.flush.run", max_retries=None)
+@app.task(bind=True, name=FLUSH_TASK, max_retries=None)
 def flush_buffer(self: Task, token: str) -> str:
     """Flush one buffer. The task id is the token (never reused)."""
     services = get_services()
@@ -52,14 +53,14 @@ def dispatch_dead_letters() -> int:
     return replay.dispatch_due(get_services())
 
 
-@app.task(name="sheetsync.replay_dead_letter")
+@app.task(name=REPLAY_TASK)
 def replay_dead_letter(dead_letter_id: int) -> str:
     from sheetsync.recovery import replay
 
     return replay.replay(get_services(), dead_letter_id).summary
 
 
-@app.task(bind=True, name="sheetsync.notify_owner", max_retries=None)
+@app.task(bind=True, name=NOTIFY_TASK, max_retries=None)
 def notify_owner(self: Task, notification: dict[str, Any]) -> str:
     """Deliver one owner notification: a few tries with backoff, then give up and
     release its once-an-hour claim (:mod:`sheetsync.notify`)."""

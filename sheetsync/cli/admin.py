@@ -11,11 +11,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from sheetsync import extras
 from sheetsync.cli.helpformat import HelpCommand, new_app
 from sheetsync.cli.output import counted, hint, out
-from sheetsync.cli.runtime import load_settings, open_database, open_services, require_database
+from sheetsync.cli.runtime import (
+    open_database,
+    open_services,
+    upgrade_database,
+)
 from sheetsync.errors import SheetSyncError
-from sheetsync.text import mask_url
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -26,7 +30,7 @@ if TYPE_CHECKING:
 DEFAULT_EMULATOR_HOST = "127.0.0.1"
 DEFAULT_EMULATOR_PORT = 8085
 #: `sheetsync emulator` and `sheetsync demo` without the emulator package.
-EMULATOR_MISSING = "the Sheets API emulator is not installed: pip install sheets-emulator"
+EMULATOR_MISSING = f"the Sheets API emulator is not installed: {extras.EMULATOR_INSTALL}"
 
 db_app = new_app("The database schema.")
 credentials_app = new_app("Owners' Google credentials.")
@@ -40,12 +44,7 @@ def db_upgrade() -> None:
 
     Safe to run again: an up-to-date schema is left as it is.
     """
-    from sheetsync.db import upgrade
-
-    settings = load_settings()
-    require_database(settings.database_url, create=True)
-    upgrade(settings.database_url)
-    out.print(f"{mask_url(settings.database_url)}: schema up to date", markup=False)
+    out.print(upgrade_database(), markup=False)
 
 
 @credentials_app.command("reconnect", cls=HelpCommand)
@@ -272,7 +271,7 @@ def emulator(
 ) -> None:
     """Run the Sheets API emulator (in memory) until interrupted.
 
-    The emulator is a package of its own, sheets-emulator (`make install` installs it).
+    The emulator is a distribution of its own, sheetsync-emulator (`make install` installs it).
     """
     with _needs_emulator():
         from sheets_emulator import EmulatorError, serve

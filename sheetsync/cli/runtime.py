@@ -38,6 +38,18 @@ def require_database(url: str, *, create: bool = False) -> None:
     require(url, create=create)
 
 
+def upgrade_database() -> str:
+    """``sheetsync db upgrade`` (the whole command line's and the slim install's): the
+    settings' database migrated to the newest revision; returns the line to print."""
+    from sheetsync.db import upgrade
+    from sheetsync.text import mask_url
+
+    settings = load_settings()
+    require_database(settings.database_url, create=True)
+    upgrade(settings.database_url)
+    return f"{mask_url(settings.database_url)}: schema up to date"
+
+
 @contextmanager
 def open_services() -> Iterator[Services]:
     """Redis and the database for one command; both are closed at the end."""

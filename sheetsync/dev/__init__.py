@@ -1,4 +1,4 @@
-"""Development tools on the Sheets API emulator (the sheets-emulator package, in
+"""Development tools on the Sheets API emulator (the sheetsync-emulator distribution, in
 ``emulator/``): the demo, seed data and a local stack.
 
 Nothing in the production path imports this package or the emulator (the CLI's

@@ -78,7 +78,7 @@ def _describe_missing_module(name: str) -> str:
     missing = f"the Python module {name} is not installed"
     extra = extras.extra_providing(name)
     if extra is None:
-        return f"{missing}: reinstall sheetsync with its dependencies"
+        return f"{missing}: reinstall {extras.DISTRIBUTION} with its dependencies"
     return f"{missing}: it comes with the [{extra}] extra: {extras.install_command(extra)}"
 
 
