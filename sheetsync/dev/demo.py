@@ -32,7 +32,8 @@ from sheetsync.dev.demo_data import (
     revoke_access,
 )
 from sheetsync.dev.demo_report import (
-    DATABASE_VARIABLE,
+    ENDED_NOTES,
+    ended_environment,
     print_next_steps,
     report_dead_letters,
     report_requests,
@@ -98,10 +99,12 @@ def _run(console: Console, cleanup: ExitStack, workdir: Path, keep: bool) -> Non
     stack = start_stack(console, cleanup, workdir, flush_delay_s=DEMO_FLUSH_DELAY_S)
     services, worker, seeded, admin = stack.services, stack.worker, stack.seeded, stack.admin
     env_file = workdir / ENV_FILE
-    database_only = {DATABASE_VARIABLE: stack.database_url}
-    write_env_file(env_file, stack.env if keep else database_only)
-    if keep:  # the rest of the stack is gone once the demo ends
-        cleanup.callback(write_env_file, env_file, database_only)
+    # While the stack runs, .demo/env points at all of it; once it ends, at the database,
+    # and at a Redis that is gone, so `sheetsync status` says so (never another Redis).
+    write_env_file(env_file, stack.env)
+    cleanup.callback(
+        write_env_file, env_file, ended_environment(workdir, stack.database_url), ENDED_NOTES
+    )
     revoked = revoke_access(admin, seeded)
     for owner in revoked:
         console.print(

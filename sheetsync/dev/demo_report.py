@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +28,17 @@ from sheetsync.text import clip, relative
 
 #: The variables the read-only ``dlq`` commands need once the demo's stack is gone.
 DATABASE_VARIABLE = "SHEETSYNC_DATABASE_URL"
+#: Where ``.demo/env`` says the demo's Redis is once the demo has ended: a socket in the
+#: demo's directory that nothing listens on. A command that needs Redis (``sheetsync
+#: status``) then fails in one line naming it, instead of reporting on whatever Redis
+#: the shell's SHEETSYNC_REDIS_URL, or the default localhost:6379, holds.
+STOPPED_REDIS_SOCKET = "redis-stopped-with-the-demo.sock"
+#: What ``.demo/env`` says once the demo has ended.
+ENDED_NOTES = (
+    "The demo has ended: its database stays, its Redis stopped with it. SHEETSYNC_REDIS_URL",
+    "points where nothing listens, so `sheetsync status` says it cannot reach it rather than",
+    "report on another Redis. `sheetsync demo --keep` keeps the demo's Redis up until Ctrl-C.",
+)
 
 
 def report_sheets(
@@ -139,9 +150,22 @@ def report_requests(console: Console, admin: EmulatorAdmin) -> None:
     )
 
 
-def write_env_file(path: Path, env: Mapping[str, str]) -> None:
-    """``export`` lines for ``source``; readable by the user alone (it may hold a PII key)."""
+def ended_environment(workdir: Path, database_url: str) -> dict[str, str]:
+    """What ``.demo/env`` sets once the demo's stack is gone: its database, and its Redis
+    and broker as a socket in ``workdir`` that nothing listens on."""
+    stopped = f"unix://{workdir.absolute() / STOPPED_REDIS_SOCKET}"
+    return {
+        DATABASE_VARIABLE: database_url,
+        "SHEETSYNC_REDIS_URL": stopped,
+        "SHEETSYNC_BROKER_URL": stopped,
+    }
+
+
+def write_env_file(path: Path, env: Mapping[str, str], notes: Sequence[str] = ()) -> None:
+    """``export`` lines for ``source``, after ``notes`` as comments; readable by the user
+    alone (it may hold a PII key)."""
     lines = ["# sheetsync demo: `source` this file to point `sheetsync` at the demo's data."]
+    lines += [f"# {note}" for note in notes]
     lines += [f"export {name}={shlex.quote(value)}" for name, value in env.items()]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.unlink(missing_ok=True)
@@ -189,7 +213,7 @@ def print_next_steps(
             f"\nThe database stays in {shown(database_path)}, so the dead letters can be "
             "looked at after the demo. Try:"
         )
-        commands = [(source, f"sets {DATABASE_VARIABLE} to the demo's database")]
+        commands = [(source, "points sheetsync at the demo's database")]
     commands.append((f"{sheetsync} dlq list", "every dead letter"))
     for entry in dead_letters:
         commands.append(
@@ -218,7 +242,8 @@ def print_next_steps(
         demo = f"{sheetsync} demo --keep"
         console.print(
             "The emulator, Redis and the worker stopped with the demo, so the sheet URLs "
-            f"above stop answering: run `{demo}` to keep everything up until Ctrl-C, and to "
-            "reconnect the revoked owner and replay their dead letter.",
+            "above stop answering, and `sheetsync status` needs the demo's Redis: with "
+            f"{shown(env_file)} it says it cannot reach it. Run `{demo}` to keep everything "
+            "up until Ctrl-C, and to reconnect the revoked owner and replay their dead letter.",
             markup=False,
         )

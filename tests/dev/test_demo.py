@@ -142,6 +142,37 @@ def run_printed_json(workdir: Path, source: str, command: str) -> Any:
     return json.loads(run_printed(workdir, source, f"{command} --json"))
 
 
+def status_after_sourcing(
+    workdir: Path, source: str, users_redis_url: str
+) -> subprocess.CompletedProcess[str]:
+    """``sheetsync status --json`` in a new shell whose SHEETSYNC_REDIS_URL (and broker)
+    point at ``users_redis_url``, another Redis than the demo's, with ``source`` first."""
+    return subprocess.run(
+        ["bash", "-c", f"{source} && {SHEETSYNC} status --json"],
+        check=False,
+        cwd=workdir,
+        env=clean_environment(
+            SHEETSYNC_REDIS_URL=users_redis_url, SHEETSYNC_BROKER_URL=users_redis_url
+        ),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def assert_status_says_the_demos_redis_is_gone(
+    workdir: Path, source: str, users_redis_url: str
+) -> None:
+    """After the demo, ``sheetsync status`` with .demo/env fails in one line naming where
+    the demo's Redis was: it never reports on the Redis the shell pointed at before."""
+    result = status_after_sourcing(workdir, source, users_redis_url)
+    assert result.returncode == 1, result.stdout
+    [line] = result.stderr.strip().splitlines()
+    stopped = workdir / ".demo" / "redis-stopped-with-the-demo.sock"
+    assert line.startswith(f"error: cannot reach Redis at unix://{stopped} "), line
+    assert result.stdout == ""
+
+
 def key_names(client: redis.Redis) -> set[bytes]:
     return set(client.scan_iter(count=1000))
 
@@ -184,12 +215,15 @@ def test_demo_on_a_shared_redis_lands_every_answer_once_and_leaves_only_what_was
     assert client.zrange(HEARTBEATS, 0, -1) == [b"worker-real@prod"]
     assert client.get("webapp:session:42") == b"kept"
     client.close()
+    # Its keys are gone from that Redis: status on .demo/env does not report on it.
+    source = printed_command(result.stdout, r"source \S+")
+    assert_status_says_the_demos_redis_is_gone(tmp_path, source, demo_redis_url)
     assert_no_personal_info(result.stdout + result.stderr, tmp_path)
 
 
 @needs_redis_server
 def test_demo_with_its_own_redis_parks_the_revoked_owner_and_prints_commands_that_work(
-    tmp_path: Path,
+    tmp_path: Path, demo_redis_url: str
 ) -> None:
     result, _ = run_demo(tmp_path)
 
@@ -219,12 +253,16 @@ def test_demo_with_its_own_redis_parks_the_revoked_owner_and_prints_commands_tha
     ] == [(entry_id, "demo_owner_4", "CREDENTIAL", "PENDING", 50)]
     shown = run_printed_json(tmp_path, source, dlq_show)
     assert set(shown["answer_ids"]) == REVOKED_ANSWER_IDS
+    # The demo's Redis stopped with it: status says so instead of reporting on the one a
+    # user's shell points at (here database 12 of the tests' redis-server).
+    assert_status_says_the_demos_redis_is_gone(tmp_path, source, demo_redis_url)
+    assert "`sheetsync status` needs the demo's Redis" in result.stdout
     assert_no_personal_info(result.stdout + result.stderr, tmp_path)
 
 
 @needs_redis_server
 def test_kept_demo_lets_the_printed_commands_reconnect_and_replay_the_revoked_owner(
-    tmp_path: Path,
+    tmp_path: Path, demo_redis_url: str
 ) -> None:
     output = tmp_path / "demo.out"
     with open(output, "wb") as sink:
@@ -244,6 +282,12 @@ def test_kept_demo_lets_the_printed_commands_reconnect_and_replay_the_revoked_ow
         assert demo.poll() is None, stdout
         source = printed_command(stdout, r"source \S+")
         assert f"{SHEETSYNC} status" in stdout
+        # While it runs, status reports on the demo's own Redis, whatever the shell had.
+        own_redis = OWN_REDIS_LINE.search(stdout)
+        assert own_redis, stdout
+        running = status_after_sourcing(tmp_path, source, demo_redis_url)
+        assert running.returncode == 0, running.stderr
+        assert json.loads(running.stdout)["redis_url"] == own_redis.group(1)
         reconnect = printed_command(stdout, r"\S+ credentials reconnect demo_owner_4")
         replay = printed_command(stdout, r"\S+ dlq replay --user demo_owner_4 --now")
 
@@ -264,9 +308,15 @@ def test_kept_demo_lets_the_printed_commands_reconnect_and_replay_the_revoked_ow
     assert code == 0, output.read_text()
     assert "stopping everything the demo started" in output.read_text()
     assert processes_in(tmp_path) == []
-    # The stack is gone: what is left to source points at the database alone.
+    # The stack is gone: what is left to source points at the database, and at where the
+    # demo's Redis was, so that status says it is gone.
     env_file = (tmp_path / ".demo" / "env").read_text()
-    assert re.findall(r"^export (\w+)=", env_file, re.MULTILINE) == ["SHEETSYNC_DATABASE_URL"]
+    assert re.findall(r"^export (\w+)=", env_file, re.MULTILINE) == [
+        "SHEETSYNC_DATABASE_URL",
+        "SHEETSYNC_REDIS_URL",
+        "SHEETSYNC_BROKER_URL",
+    ]
+    assert_status_says_the_demos_redis_is_gone(tmp_path, source, demo_redis_url)
     assert_no_personal_info(output.read_text(), tmp_path)
 
 
