@@ -1,9 +1,10 @@
 """What each compose service is given, and where it can be reached.
 
 * Each secret reaches only the services that use it: the PII keys and the Google client
-  the workers alone, the console token the console, Flower's password Flower; the
-  database password the services that read the database, the Redis password those that
-  read Redis. Whatever the variant (the dev override, the TLS override).
+  the workers alone, the console token the console, Flower's password Flower; each
+  database role's password PostgreSQL and the services that log in as that role, the
+  superuser's PostgreSQL alone; the Redis password the services that read Redis.
+  Whatever the variant (the dev override, the TLS override).
 * Each service still starts with only what compose gives it: its start-up check
   (:data:`sheetsync.startup.NEEDS`), run with nothing but its rendered variables.
 * The console and Flower are published on 127.0.0.1 only; docker-compose.tls.yml makes
@@ -60,12 +61,15 @@ OPTIONAL_SECRETS = (
     "SHEETSYNC_ALERT_WEBHOOK_URL",
     "SHEETSYNC_OWNER_HOOK",
 )
-DATABASE_READERS = WORKERS | {"migrate", "console", "metrics"}
 REDIS_READERS = WORKERS | {"beat", "flower", "console", "metrics"}
 #: Who may hold each secret's value, anywhere in its definition (environment, command,
 #: healthcheck).
 HOLDERS = {
-    "POSTGRES_PASSWORD": DATABASE_READERS | {"postgres"},
+    "POSTGRES_PASSWORD": {"postgres"},
+    "POSTGRES_OWNER_PASSWORD": {"postgres", "migrate", "db-grants"},
+    "POSTGRES_WORKER_PASSWORD": WORKERS | {"postgres"},
+    "POSTGRES_CONSOLE_PASSWORD": {"postgres", "console"},
+    "POSTGRES_EXPORTER_PASSWORD": {"postgres", "metrics"},
     "REDIS_PASSWORD": REDIS_READERS | {"redis"},
     "SHEETSYNC_PII_KEYS": WORKERS,
     "FLOWER_USER": {"flower"},

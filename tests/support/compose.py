@@ -20,6 +20,10 @@ from support.paths import ROOT
 #: What docker-compose.yml requires from the environment, and what the tests pass.
 SECRETS = {
     "POSTGRES_PASSWORD": "pg-secret-1",
+    "POSTGRES_OWNER_PASSWORD": "pg-owner-secret-7",
+    "POSTGRES_WORKER_PASSWORD": "pg-worker-secret-8",
+    "POSTGRES_CONSOLE_PASSWORD": "pg-console-secret-9",
+    "POSTGRES_EXPORTER_PASSWORD": "pg-exporter-secret-10",
     "REDIS_PASSWORD": "redis-secret-2",
     "SHEETSYNC_PII_KEYS": "pii-key-3",
     "FLOWER_USER": "flower-user-4",
