@@ -5,7 +5,7 @@
 # then the package itself with --no-deps (a local directory has no hash to check).
 # .dockerignore keeps .git, .venv, local databases, .env files, caches and the tests out
 # of the context.
-FROM python:3.11-slim
+FROM python:3.11-slim@sha256:9c900dea9e8fb7e16277c179b555cc72d29a352dbc33cff48ad5a0412fd5bfc7
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
