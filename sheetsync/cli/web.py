@@ -67,7 +67,7 @@ def web(
             "--login-failures",
             metavar="N",
             min=1,
-            help="Wrong tokens an address may send before it is locked out.",
+            help="Wrong tokens from one address answered at once; later ones wait (a tarpit).",
         ),
     ] = DEFAULT_LOGIN_FAILURES,
     login_lockout: Annotated[
@@ -76,16 +76,17 @@ def web(
             "--login-lockout",
             metavar="SECONDS",
             min=0.001,
-            help="The first lockout; each further wrong token doubles it.",
+            help="The tarpit's first wait; each further wrong token doubles it (to 16x).",
         ),
     ] = DEFAULT_LOGIN_LOCKOUT_S,
 ) -> None:
     """Serve the web console: overview charts, buffers, links and dead letters.
 
     With SHEETSYNC_WEB_TOKEN set (at least 32 characters), every request must send it
-    (as a bearer token or as the basic-auth password), and an address that keeps sending
-    a wrong one is locked out for a while; without it the console serves loopback
-    addresses only. With --ssl-certfile and --ssl-keyfile it serves HTTPS only.
+    (as a bearer token or as the basic-auth password): the right one always gets in at
+    once, and an address that keeps sending wrong ones waits longer for each answer (a
+    tarpit, never a lockout); without it the console serves loopback addresses only.
+    With --ssl-certfile and --ssl-keyfile it serves HTTPS only.
     """
     extras.require("web", "sheetsync web")
     from sheetsync.cli.runtime import load_settings
