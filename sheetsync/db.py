@@ -17,6 +17,7 @@ import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -237,20 +238,54 @@ def alembic_config() -> Config:
     return config
 
 
-def upgrade(url: str | None = None, revision: str = "head") -> None:
+@dataclass(frozen=True)
+class Upgrade:
+    """What :func:`upgrade` did: the schema revision before it (None: no schema), the one
+    after, and the SQLite file it created (None: the database was there)."""
+
+    before: str | None
+    after: str | None
+    new_file: Path | None = None
+
+    def report(self, shown_url: str) -> str:
+        """The line ``sheetsync db upgrade`` prints: what it did, then the state."""
+        if self.before == self.after:
+            return f"{shown_url}: schema up to date at revision {self.after}; nothing to do"
+        if self.before is None:
+            where = ""
+            if self.new_file is not None:  # its full path, unless the URL shows it
+                named = str(self.new_file) in shown_url
+                where = " in a new SQLite file" + ("" if named else f", {self.new_file}")
+            done = f"created the schema at revision {self.after}{where}"
+        else:
+            done = f"upgraded the schema from revision {self.before} to {self.after}"
+        return f"{shown_url}: {done} (schema up to date)"
+
+
+def upgrade(url: str | None = None, revision: str = "head") -> Upgrade:
     """Migrate the database at ``url`` (default: the settings') to ``revision``.
 
     Idempotent: at head already, nothing changes. Concurrent callers are safe: the
     migration runs in one transaction holding a lock (``BEGIN IMMEDIATE`` on SQLite,
-    an advisory lock on PostgreSQL, see ``migrations/env.py``).
+    an advisory lock on PostgreSQL, see ``migrations/env.py``). Returns what it did: the
+    revisions before and after, read in that transaction (on PostgreSQL "before" is
+    read just ahead of the lock, so a migration another process commits in between is
+    reported as this one's), and the SQLite file it created, if any.
     """
     from alembic import command
+    from alembic.runtime.migration import MigrationContext
 
+    url = url if url is not None else get_settings().database_url
+    path = sqlite_file(url)
+    new_file = Path(path).absolute() if path and not Path(path).exists() else None
     engine = make_engine(url, create=True, poolclass=NullPool)
     try:
         with engine.begin() as connection:
+            before = MigrationContext.configure(connection).get_current_revision()
             config = alembic_config()
             config.attributes["connection"] = connection
             command.upgrade(config, revision)
+            after = MigrationContext.configure(connection).get_current_revision()
     finally:
         engine.dispose()
+    return Upgrade(before, after, new_file)

@@ -40,9 +40,11 @@ pii_app = new_app("Personal info stored in the database.")
 
 @db_app.command("upgrade", cls=HelpCommand)
 def db_upgrade() -> None:
-    """Create or migrate the schema to the newest revision.
+    """Create or migrate the schema to the newest revision, and say which it did.
 
-    Safe to run again: an up-to-date schema is left as it is.
+    Safe to run again: an up-to-date schema is left as it is. SHEETSYNC_DATABASE_URL
+    must be set: without it the command refuses, rather than create sqlite:///sheetsync.db
+    in the current directory.
     """
     out.print(upgrade_database(), markup=False)
 

@@ -38,16 +38,31 @@ def require_database(url: str, *, create: bool = False) -> None:
     require(url, create=create)
 
 
+#: ``sheetsync db upgrade`` without SHEETSYNC_DATABASE_URL: it names no database to migrate.
+DATABASE_URL_UNSET = (
+    "SHEETSYNC_DATABASE_URL is not set: set it to the database to create or migrate "
+    "(sqlite:///path or postgresql://user@host/db); db upgrade does not fall back to "
+    "sqlite:///sheetsync.db in the current directory"
+)
+
+
 def upgrade_database() -> str:
     """``sheetsync db upgrade`` (the whole command line's and the slim install's): the
-    settings' database migrated to the newest revision; returns the line to print."""
+    settings' database migrated to the newest revision; returns the line to print, which
+    says what it did (created the schema, upgraded it from which revision, or nothing).
+
+    SHEETSYNC_DATABASE_URL must be set (a one-line ConfigError otherwise): the migration
+    is the one command that creates a database, and a deploy step that lost the variable
+    would make an empty ./sheetsync.db while the database meant stays unmigrated."""
     from sheetsync.db import upgrade
+    from sheetsync.errors import ConfigError
     from sheetsync.text import mask_url
 
     settings = load_settings()
+    if "database_url" not in settings.model_fields_set:
+        raise ConfigError(DATABASE_URL_UNSET)
     require_database(settings.database_url, create=True)
-    upgrade(settings.database_url)
-    return f"{mask_url(settings.database_url)}: schema up to date"
+    return upgrade(settings.database_url).report(mask_url(settings.database_url))
 
 
 @contextmanager
