@@ -38,8 +38,8 @@ def status(
     live worker consumes names the queue.
     """
     from sheetsync import redis_urls
+    from sheetsync.downgrades import downgrades
     from sheetsync.ops import status as status_data
-    from sheetsync.startup import downgrades
 
     with open_services() as services:
         report: dict[str, Any] = {

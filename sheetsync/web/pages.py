@@ -14,10 +14,10 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
+from sheetsync.downgrades import downgrades
 from sheetsync.models import DeadLetterReason, DeadLetterStatus
 from sheetsync.ops import deadletters as ops_deadletters
 from sheetsync.ops import status as status_data
-from sheetsync.startup import downgrades
 from sheetsync.web import charts, data, labels
 from sheetsync.web.console import Console, dead_letter_filter
 from sheetsync.web.history import HISTORY_S, Gap

@@ -1,6 +1,6 @@
 """Downgrades the operator wrote on purpose are said out loud (issue 29, C): Redis TLS
 without certificate or host-name checks, version 1 tokens accepted, a development setup.
-Each is one line of :func:`sheetsync.startup.downgrades`: warned at every process's start
+Each is one line of :func:`sheetsync.downgrades.downgrades`: warned at every process's start
 (tests/test_startup.py starts one), shown by ``sheetsync status``
 (tests/cli/test_cli_status.py) and on the console's overview (here)."""
 
@@ -12,8 +12,9 @@ import os
 import pytest
 from support.console import running_console
 
+from sheetsync.downgrades import downgrades
 from sheetsync.settings import NON_SETTING_VARIABLES, Settings
-from sheetsync.startup import check_settings, downgrades
+from sheetsync.startup import check_settings
 
 PASSWORD = "hunter2-secret"
 NO_CHECK = f"rediss://:{PASSWORD}@redis.example:6380/0?ssl_cert_reqs=none"
