@@ -35,7 +35,7 @@ IMAGE ?= sheetsync:local
 
 LOCK_FILES := requirements.lock requirements-runtime.lock emulator/requirements.lock
 
-.PHONY: install browser test test-fast lint docs lock lock-check install-test image demo demo-web bench chaos flower worker beat emulator clean
+.PHONY: install browser test test-fast lint docs lock lock-check install-test image demo demo-env demo-web bench chaos flower worker beat emulator clean
 
 install: $(STAMP)
 
@@ -122,14 +122,43 @@ install-test: install
 image:
 	docker build -t $(IMAGE) .
 
-demo: install
-	$(BIN)/sheetsync demo
+# The demos run in an environment of their own, .demo-venv, not the development one
+# (.venv: the tests, the linters, the docs, every extra; minutes to build): the pins of
+# requirements-runtime.lock the demo needs (sheetsync's core and its [worker] extra) and
+# emulator/requirements.lock (the emulator's runtime), picked with their hashes by
+# sheetsync/dev/demo_requirements.py and installed with --require-hashes as `make
+# install` does; then the project and the emulator (--no-deps). `make demo-web` adds the
+# [web] extra's pins. `make test` and the rest still use .venv.
+DEMO_VENV ?= .demo-venv
+DEMO_BIN := $(DEMO_VENV)/bin
+DEMO_STAMP := $(DEMO_VENV)/.installed
+DEMO_PIP := $(DEMO_BIN)/pip install --quiet --disable-pip-version-check
+DEMO_PICK := $(PYTHON) sheetsync/dev/demo_requirements.py
+DEMO_INPUTS := requirements-runtime.lock emulator/requirements.lock pyproject.toml \
+	emulator/pyproject.toml sheetsync/dev/demo_requirements.py
+
+demo-env: $(DEMO_STAMP)
+
+$(DEMO_STAMP): $(DEMO_INPUTS)
+	$(PYTHON) -m venv $(DEMO_VENV)
+	$(DEMO_PICK) --extra worker > $(DEMO_VENV)/requirements.txt
+	$(DEMO_PIP) --require-hashes -r $(DEMO_VENV)/requirements.txt
+	$(DEMO_PIP) --no-deps -e . -e ./emulator
+	touch $(DEMO_STAMP)
+
+$(DEMO_STAMP)-web: $(DEMO_STAMP)
+	$(DEMO_PICK) --extra worker --extra web > $(DEMO_VENV)/requirements-web.txt
+	$(DEMO_PIP) --require-hashes -r $(DEMO_VENV)/requirements-web.txt
+	touch $(DEMO_STAMP)-web
+
+demo: demo-env
+	$(DEMO_BIN)/sheetsync demo
 
 # The demo forms in a web app to click (examples/webapp) on the same stack, until Ctrl-C.
 # `make demo-web DEMO_WEB_PORT=8001` if 8000 is taken.
 DEMO_WEB_PORT ?= 8000
-demo-web: install
-	$(BIN)/python -m sheetsync.dev.demo_web --port $(DEMO_WEB_PORT)
+demo-web: $(DEMO_STAMP)-web
+	$(DEMO_BIN)/python -m sheetsync.dev.demo_web --port $(DEMO_WEB_PORT)
 
 # `make bench` runs them all (about 15 minutes); `make bench ONLY="emit flow"` a few.
 ONLY ?=
@@ -170,4 +199,4 @@ emulator: install
 	$(BIN)/sheetsync emulator --host 127.0.0.1 --port 8085
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .demo site
+	rm -rf $(VENV) $(DEMO_VENV) .pytest_cache .mypy_cache .ruff_cache .demo site
