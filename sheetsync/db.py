@@ -73,6 +73,16 @@ def is_sqlite(engine: Engine | Connection) -> bool:
     return engine.dialect.name == "sqlite"
 
 
+def require_driver(url: str) -> str:
+    """The URL's backend (``sqlite``, ``postgresql``); a one-line
+    :class:`~sheetsync.extras.MissingExtraError` when its driver's extra is not installed
+    (checked at start-up too, not only at the first use of the database)."""
+    backend = make_url(normalize_url(url)).get_backend_name()
+    if backend == "postgresql":
+        extras.require("postgres", "PostgreSQL (SHEETSYNC_DATABASE_URL)")
+    return backend
+
+
 def make_engine(url: str | None = None, *, create: bool = False, **engine_options: Any) -> Engine:
     """A new engine for ``url`` (default: ``SHEETSYNC_DATABASE_URL``).
 
@@ -81,9 +91,7 @@ def make_engine(url: str | None = None, *, create: bool = False, **engine_option
     :func:`sqlalchemy.create_engine` unchanged.
     """
     url = normalize_url(url if url is not None else get_settings().database_url)
-    backend = make_url(url).get_backend_name()
-    if backend == "postgresql":
-        extras.require("postgres", "PostgreSQL (SHEETSYNC_DATABASE_URL)")
+    backend = require_driver(url)
     if backend == "sqlite":
         connect_args = engine_options.pop("connect_args", {})
         connect_args.setdefault("timeout", DEFAULT_SQLITE_BUSY_TIMEOUT_S)

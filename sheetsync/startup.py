@@ -87,9 +87,13 @@ VERSION_1_SAMPLE = 1000
 def check_settings() -> Settings:
     """Read and check the settings now: call it when the web app starts, so that a bad
     value stops the start-up with one line instead of failing requests later. It also
-    imports ``SHEETSYNC_LINK_AUTHORIZER`` and a dotted ``SHEETSYNC_OWNER_HOOK``, if set."""
+    checks the database URL's driver is installed, and imports
+    ``SHEETSYNC_LINK_AUTHORIZER`` and a dotted ``SHEETSYNC_OWNER_HOOK``, if set."""
+    from sheetsync.db import require_driver
+
     reset_settings()
     settings = get_settings()
+    require_driver(settings.database_url)  # a PostgreSQL URL needs the [postgres] extra
     require_hooks(settings, "worker")
     warn_about_downgrades(settings)
     return settings

@@ -69,6 +69,16 @@ CASES = [
         "error: PostgreSQL (SHEETSYNC_DATABASE_URL): needs the [postgres] extra: "
         "pip install 'sheetsync-stream[postgres]'",
     ),
+    (
+        # The web app's start-up check: before, it passed, and the first request failed.
+        "from sheetsync import check_settings\n"
+        "try: check_settings()\n"
+        "except Exception as e: print(f'error: {e}', file=sys.stderr); sys.exit(1)",
+        "postgres",
+        {"SHEETSYNC_DATABASE_URL": POSTGRES_URL},
+        "error: PostgreSQL (SHEETSYNC_DATABASE_URL): needs the [postgres] extra: "
+        "pip install 'sheetsync-stream[postgres]'",
+    ),
 ]
 
 
@@ -81,7 +91,9 @@ def _environment(extra_variables: dict[str, str]) -> dict[str, str]:
     return {**env, **extra_variables}
 
 
-@pytest.mark.parametrize(("code", "extra", "variables", "line"), CASES, ids=[c[1] for c in CASES])
+@pytest.mark.parametrize(
+    ("code", "extra", "variables", "line"), CASES, ids=[f"{n}-{c[1]}" for n, c in enumerate(CASES)]
+)
 def test_a_missing_extra_is_one_line_naming_the_pip_install(
     code: str, extra: extras.Extra, variables: dict[str, str], line: str
 ) -> None:
@@ -175,8 +187,7 @@ def test_the_slim_install_migrates_and_prints_its_version(tmp_path) -> None:
         check=False,
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines() == [
-        f"sheetsync {__version__}",
-        f"{database}: schema up to date",
-    ]
+    [version, upgraded] = result.stdout.splitlines()
+    assert version == f"sheetsync {__version__}"
+    assert upgraded.startswith(f"{database}: created the schema at revision ")
     assert (tmp_path / "app.db").exists()
