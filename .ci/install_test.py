@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from install_support import ROOT, InstallTestError, log, run
-from install_venv import check_python
+from install_venv import NOT_IN_CORE, check_python, new_venv, pins_without_hashes
 
 MIN_VERSION = (3, 11)
 #: The distribution's name ("sheetsync" on PyPI is another project's), and its files'.
@@ -132,6 +132,44 @@ def check_sdist(sdist: Path, version: str) -> None:
     log(f"sdist: {len(names)} entries, none of the tests")
 
 
+def readme_install_lines() -> list[str]:
+    """The README's install-from-a-clone commands (the ```sh block after "Until its
+    first release"), as written: what a user runs before the first release."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    after = text.split("Until its first release", 1)[1]
+    block = after.split("```sh\n", 1)[1].split("```", 1)[0]
+    lines = [line.split("#", 1)[0].strip() for line in block.splitlines()]
+    return [line for line in lines if line.startswith("pip install ")]
+
+
+def check_readme_install(python: Path, work: Path) -> str:
+    """The README's own commands in fresh venvs, in the checkout: ``pip install .`` gives
+    the slim web-app install (none of the workers' stack), ``pip install ./emulator``
+    the emulator; ``'.[all]'`` is the wheel's [all], checked on every Python below."""
+    lines = readme_install_lines()
+    wanted = {"pip install .": "slim", "pip install ./emulator": "emulator"}
+    if not set(wanted) <= set(lines):
+        raise InstallTestError(
+            f"README.md's install block lacks {sorted(set(wanted) - set(lines))}"
+        )
+    figures = []
+    for line, kind in wanted.items():
+        venv = new_venv(python, work / f"readme-{kind}", pins_without_hashes(work))
+        before, size_before = venv.packages(), venv.size()
+        env = venv.env()
+        run([venv.python, "-m", *line.split(), "--quiet", "-c", venv.pins], env=env, cwd=ROOT)
+        added = venv.packages() - before
+        if kind == "slim":
+            if added & NOT_IN_CORE:
+                raise InstallTestError(f"`{line}` installed {sorted(added & NOT_IN_CORE)}")
+            run(["sheetsync", "--version"], env=env, cwd=venv.path)
+        else:
+            run(["sheets-emulator", "--version"], env=env, cwd=venv.path)
+        megabytes = (venv.size() - size_before) / 1e6
+        figures.append(f"`{line}`: {len(added)} packages, {megabytes:.0f} MB")
+    return "; ".join(figures)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="sheetsync from its wheel, outside the repo")
     parser.add_argument("--python", action="append", default=[], metavar="X.Y", help="only")
@@ -149,6 +187,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_sdist(sdist, version)
         check_wheel(wheel, version, list(pythons))
         log(f"built and checked in {time.monotonic() - started:.0f} s")
+        first = next(iter(pythons.values()))
+        log(f"README's install from a clone: {check_readme_install(first, work)}")
         for minor, python in pythons.items():
             log(f"CPython {minor}: {check_python(python, work, wheel, version)}")
     except InstallTestError as exc:
