@@ -1,4 +1,7 @@
-"""Every error sheetsync raises, under one root: :class:`SheetSyncError`.
+"""Every error sheetsync raises, under one root: :class:`SheetSyncError`; and, apart
+from the errors, the signals a flush run raises to say "come back later"
+(:class:`ComeBackLater`): a full quota, a batch still filling, an append that may still
+land. A broad ``except SheetSyncError`` never takes one of those for a failure.
 
 Messages never carry personal info: they name answers, questions and sheets by id, and
 never quote Google's error text (see :func:`sheetsync.sheets.google_errors.translate_error`).
@@ -11,8 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 
-class SheetSyncError(Exception):
-    """Root of every sheetsync error."""
+class _WithFields(Exception):  # noqa: N818 (the base of errors and signals alike)
+    """A message and keyword fields that survive pickling (see the module)."""
 
     def __init__(self, message: str, **fields: Any) -> None:
         super().__init__(message)
@@ -28,8 +31,18 @@ class SheetSyncError(Exception):
         return self.message
 
 
-def _rebuild(cls: type[SheetSyncError], message: str, fields: dict[str, Any]) -> SheetSyncError:
+def _rebuild(cls: type[_WithFields], message: str, fields: dict[str, Any]) -> _WithFields:
     return cls(message, **fields)
+
+
+class SheetSyncError(_WithFields):
+    """Root of every sheetsync error."""
+
+
+class ComeBackLater(_WithFields):
+    """Not an error: the run stops here and its task runs again in ``retry_after_s``."""
+
+    retry_after_s: float
 
 
 class ConfigError(SheetSyncError):
@@ -117,24 +130,18 @@ class UnexplainedRefusalError(ContentRefusedError):
     rows it sends alone are both refused."""
 
 
-class RateLimited(SheetSyncError):  # noqa: N818 (reads as the condition it is)
+class RateLimited(ComeBackLater):
     """No rate-limit slot is free; ``retry_after_s`` says when one frees."""
 
-    retry_after_s: float
 
-
-class HoldForBatch(SheetSyncError):  # noqa: N818 (reads as the condition it is)
+class HoldForBatch(ComeBackLater):
     """A burst is still arriving and the batch is far from full: look again in
     ``retry_after_s`` instead of appending a fraction of a batch now."""
 
-    retry_after_s: float
 
-
-class WaitForIntent(SheetSyncError):  # noqa: N818 (reads as the condition it is)
+class WaitForIntent(ComeBackLater):
     """An earlier run's append may still land: run again in ``retry_after_s``, once it
     can no longer land."""
-
-    retry_after_s: float
 
 
 class StaleRunError(SheetSyncError):
