@@ -24,6 +24,7 @@ import os
 import queue
 import threading
 import time
+import weakref
 from collections import defaultdict
 from collections.abc import Callable
 from typing import TypeAlias
@@ -66,8 +67,7 @@ class PushThread:
         self._dropped_unlogged = 0
         self._logged_at = -DROP_LOG_EVERY_S
         self._drops_lock = threading.Lock()
-        # A fork while another thread starts the parent's thread would copy the lock held.
-        os.register_at_fork(after_in_child=self._forget_the_parents_lock)
+        _instances.add(self)
 
     def _forget_the_parents_lock(self) -> None:
         self._lock = threading.Lock()
@@ -150,6 +150,19 @@ class PushThread:
 
 _thread: PushThread | None = None
 _thread_lock = threading.Lock()
+_instances: weakref.WeakSet[PushThread] = weakref.WeakSet()
+
+
+def _renew_locks_in_child() -> None:
+    """A fork while another thread holds one of these locks (making the process's thread,
+    starting it, counting a drop) copies it held: the child gets new ones."""
+    global _thread_lock  # noqa: PLW0603 (the module's own lock, renewed once per fork)
+    _thread_lock = threading.Lock()
+    for thread in list(_instances):
+        thread._forget_the_parents_lock()
+
+
+os.register_at_fork(after_in_child=_renew_locks_in_child)
 
 
 def push_thread(send: Send) -> PushThread:

@@ -127,6 +127,37 @@ def test_a_child_forked_while_the_parent_starts_its_thread_does_not_hang() -> No
     assert os.read(read, 1) == b"1"
 
 
+def test_a_child_forked_while_the_parent_makes_its_first_thread_does_not_hang(monkeypatch):
+    """The module's lock (the first emit making the process's thread) is new in a forked
+    child too, and the fork hook is registered once, not once per thread."""
+    from sheetsync.emit import push_thread as module
+
+    monkeypatch.setattr(module, "_thread", None)
+    read, write = os.pipe()
+    with module._thread_lock:  # another thread of the parent, making the process's thread
+        pid = os.fork()
+        if pid == 0:
+            try:
+                made = module.push_thread(Recorder())
+                os.write(write, b"1" if made is not None else b"0")
+            finally:
+                os._exit(0)
+    answered, _, _ = select.select([read], [], [], 10)
+    if not answered:  # the child hangs on the lock it was forked with
+        os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    assert answered, "the forked child hung"
+    assert os.read(read, 1) == b"1"
+
+
+def test_the_fork_hook_is_registered_once_however_many_threads(monkeypatch):
+    registered = []
+    monkeypatch.setattr(os, "register_at_fork", lambda **hooks: registered.append(hooks))
+    for _ in range(3):
+        PushThread(Recorder())
+    assert registered == []  # the module registered its one hook when it was imported
+
+
 def test_an_emit_in_the_apps_transaction_reaches_redis_after_the_commit(world, pipeline):
     form = world.form()
     world.sheet(form)
