@@ -9,6 +9,10 @@ run"):
     sheetsync emulator                       # terminal 1
     celery -A sheetsync.celery worker        # terminal 2
     python examples/minimal.py               # terminal 3
+
+It writes no file of its own: the database is SHEETSYNC_DATABASE_URL's. On the way out it
+removes from Redis the keys its answer left there (each names one of its made-up ids);
+the worker's own keys stay until the worker's Redis database is cleared.
 """
 
 from __future__ import annotations
@@ -28,6 +32,16 @@ from sqlalchemy.orm import Session, sessionmaker
 from sheets_emulator import EmulatorAdmin, EmulatorError
 from sheetsync import check_settings, crypto, db, emit_answer_submitted, redis_urls
 from sheetsync.errors import SheetSyncError
+from sheetsync.keys import (
+    ALERTED,
+    BUFFER_INDEX,
+    DUE_INDEX,
+    RATE_KINDS,
+    BufferKey,
+    rate_account_key,
+    rate_account_waiting_key,
+    rate_queue_keys,
+)
 from sheetsync.models import (
     GoogleCredential,
     Plan,
@@ -49,6 +63,8 @@ from sheetsync.text import mask_url
 TIMEOUT_S = float(os.environ.get("EXAMPLE_TIMEOUT_S", "60"))
 #: How long to wait for an emulator that is still starting.
 EMULATOR_WAIT_S = 15.0
+#: How long the worker may take to finish with the sheet's buffer once the row is in.
+SETTLE_S = 5.0
 SHEETS_SCOPE = "https://www.googleapis.com/auth/spreadsheets"
 
 
@@ -157,10 +173,25 @@ def main() -> int:
         session.add(answer)
         # In the same transaction: one statement (given the object, not just its id).
         emitted = emit_answer_submitted(answer, session=session)
-    if not emitted.enqueued:  # the link is malformed, or not the form owner's
-        print(f"error: answer {answer_id} was not queued: {emitted.invalid}", file=sys.stderr)
-        return 1
+    # Where sheetsync buffers this sheet's answer ids in Redis.
+    buffer = BufferKey(owner_id, form_id, spreadsheet_id, gid)
+    try:
+        if not emitted.enqueued:  # the link is malformed, or not the form owner's
+            print(f"error: answer {answer_id} was not queued: {emitted.invalid}", file=sys.stderr)
+            return 1
+        return print_the_row(emulator, sessions, answer_id, spreadsheet_id, gid)
+    finally:
+        forget_own_keys(buffer, google_account_id)
 
+
+def print_the_row(
+    emulator: EmulatorAdmin,
+    sessions: sessionmaker[Session],
+    answer_id: str,
+    spreadsheet_id: str,
+    gid: int,
+) -> int:
+    """Wait for the answer's row in the sheet and print it (0), or say why it is not (1)."""
     deadline = time.monotonic() + TIMEOUT_S
     while time.monotonic() < deadline:
         values = emulator.sheet_values(spreadsheet_id, gid)
@@ -212,6 +243,39 @@ def why_not_in_the_sheet(sessions: sessionmaker[Session], answer_id: str) -> str
         "SHEETSYNC_DATABASE_URL or SHEETSYNC_PII_KEYS, or the Sheets API at "
         f"{settings.google_api_endpoint} unreachable)"
     )
+
+
+def forget_own_keys(buffer: BufferKey, google_account_id: str) -> None:
+    """Development only: remove what this run left in Redis, so that running the example
+    again and again adds nothing there. Every key removed names one of its made-up ids
+    (the sheet's buffer, the Google account's rate windows, an alert's mark), and so does
+    every index entry and quota share; nothing else is touched. It first gives the worker
+    a moment to finish with the buffer (its flush job gone). Best effort: Redis may be
+    down."""
+    settings = get_settings()
+    try:
+        with redis_urls.client(settings.redis_url, socket_timeout=2) as client:
+            deadline = time.monotonic() + SETTLE_S
+            while client.exists(buffer.job) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            names = [*client.scan_iter(match=f"{buffer.base}:*", count=1000)]
+            names += [
+                name
+                for name in client.scan_iter(match=f"{ALERTED}*", count=1000)
+                if buffer.base.encode() in name
+            ]
+            for kind in RATE_KINDS:
+                names += [
+                    rate_account_key(google_account_id, kind),
+                    rate_account_waiting_key(google_account_id, kind),
+                ]
+            client.delete(*names)
+            for index in (BUFFER_INDEX, DUE_INDEX):
+                client.zrem(index, buffer.base)
+            for kind in RATE_KINDS:  # the account's turn at the project's quota
+                client.hdel(rate_queue_keys(kind).shares, google_account_id)
+    except redis.RedisError:
+        pass  # Redis is down: what is there stays (why_not_in_the_sheet said so)
 
 
 if __name__ == "__main__":
