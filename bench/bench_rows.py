@@ -10,6 +10,11 @@ jumbotron) with ``--table`` answers, then times preparing ``--batch`` of them as
 flush does (load the layout, one SELECT, one row per answer, under ``gc_paused``).
 Prints medians (and the fastest run, a guide on a busy machine), no pass/fail.
 
+The twins figure builds the same batch three ways, back to back in each run: with
+``RowBuilder.build`` (the fast path), with its reference (``_build_checked``, then the
+same typed-cell step), and with ``build`` but ``format_time`` in place of the builder's
+``time_formatter``: what each fast path saves on a realistic batch.
+
 The settle figure compares, interleaved, the ledger write alone (COMPLETED for the
 batch, one transaction: what settling cost before the durable intent) with what a batch
 now costs around its append: the intent committed, the link checked, then COMPLETED
@@ -32,6 +37,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import create_engine
 from sqlalchemy.engine import make_url
@@ -46,6 +52,7 @@ from sheetsync.flush import intents
 from sheetsync.flush.hydrate import fetch_answers, gc_paused
 from sheetsync.flush.layout import load_layout
 from sheetsync.flush.rows import RowBuilder
+from sheetsync.flush.times import format_time
 from sheetsync.keys import BufferKey
 from sheetsync.models import QuestionType, TransactionType
 from sheetsync.settings import Settings
@@ -58,6 +65,8 @@ class Timing:
     db_s: float
     decrypt_s: float
     build_s: float  # including decryption
+    reference_s: float  # the same rows from the reference, _build_checked
+    format_time_s: float  # build, with format_time in place of time_formatter
 
     @property
     def total_s(self) -> float:
@@ -163,6 +172,7 @@ def _one_batch(
             ]
         built = time.perf_counter()
         assert len(rows) == len(batch_ids)
+        reference_s, format_time_s = _twins(builder, records, batch_ids, rows)
     pii = {q.question_id for q in layout.questions if q.type is QuestionType.PERSONAL_INFO}
     # Each token with its context (answer, question) built beforehand: the row builder
     # builds them more cheaply (the answer's part once per row), and counts that in build.
@@ -176,7 +186,37 @@ def _one_batch(
     for token, context in tokens:
         keyring.decrypt(token, context)
     decrypt_s = time.perf_counter() - decrypt_started
-    return Timing(fetched - started, decrypt_s, built - fetched)
+    return Timing(fetched - started, decrypt_s, built - fetched, reference_s, format_time_s)
+
+
+def _twins(
+    builder: RowBuilder, records: dict[str, Any], batch_ids: list[str], rows: list[Any]
+) -> tuple[float, float]:
+    """The batch's rows again from each reference: _build_checked for the rows, then
+    format_time for the times (the same rows both times, checked)."""
+    batch = [records[answer_id] for answer_id in batch_ids]
+    with gc_paused():
+        started = time.perf_counter()
+        reference = [
+            builder._typed_row(
+                builder._build_checked(r.id, r.user_name, r.submitted_at, r.answer),
+                r.submitted_at,
+            )
+            for r in batch
+        ]
+        reference_s = time.perf_counter() - started
+    zone = builder.zone
+    fast_format = builder._format_time
+    builder._format_time = lambda value: format_time(value, zone)
+    try:
+        with gc_paused():
+            started = time.perf_counter()
+            slow_times = [builder.build(r.id, r.user_name, r.submitted_at, r.answer) for r in batch]
+            format_time_s = time.perf_counter() - started
+    finally:
+        builder._format_time = fast_format
+    assert reference == rows == slow_times
+    return reference_s, format_time_s
 
 
 def report(label: str, timings: list[Timing], batch: int) -> None:
@@ -193,6 +233,17 @@ def report(label: str, timings: list[Timing], batch: int) -> None:
         f"{total * 1000 / batch:5.1f} µs/row  | "
         f"db {db:6.1f} ms  decrypt {decrypt:5.1f} ms  "
         f"build (excl. decrypt) {build - decrypt:5.1f} ms"
+    )
+
+
+def report_twins(label: str, timings: list[Timing]) -> None:
+    build = statistics.median(t.build_s for t in timings) * 1000
+    reference = statistics.median(t.reference_s for t in timings) * 1000
+    slow_times = statistics.median(t.format_time_s for t in timings) * 1000
+    print(
+        f"{label:<10} twins: build {build:6.1f} ms; rows by _build_checked {reference:6.1f} ms "
+        f"({reference / build:.2f}x build); times by format_time {slow_times:6.1f} ms "
+        f"({slow_times / build:.2f}x build)"
     )
 
 
@@ -228,6 +279,8 @@ def main() -> None:
         results.append(("sqlite", *bench(url, runs=args.runs, batch=args.batch, table=args.table)))
     for label, timings, _ in results:
         report(label, timings, args.batch)
+    for label, timings, _ in results:
+        report_twins(label, timings)
     for label, _, settles in results:
         report_settle(label, settles, args.batch)
 
