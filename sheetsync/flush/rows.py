@@ -58,6 +58,11 @@ def _text_cell(value: str, limit: int) -> str:
     return value if value.isascii() and len(value) <= limit else fit_cell(value, limit)
 
 
+#: Where a question's answer goes: its cell index, and the question's part of the
+#: decryption context when it is PERSONAL_INFO (None for any other column).
+_Slot = tuple[int, bytes | None]
+
+
 class RowBuilder:
     """Builds the rows of one form. Reuse one per layout: the setup is done once."""
 
@@ -65,10 +70,10 @@ class RowBuilder:
         "_blank",
         "_cell_limit",
         "_cells",
-        "_contexts",
         "_decrypt",
         "_format_time",
         "_ignored",
+        "_personal",
         "_slots",
         "_typed",
         "_width",
@@ -93,10 +98,17 @@ class RowBuilder:
         self._width = width = layout.width
         self._ignored = layout.ignored_question_ids
         indexes = layout.cell_indexes
-        # Question id -> cell index, negated for PERSONAL_INFO (indexes start at 3, so
-        # the sign is unambiguous): one dict lookup per answer item tells both.
-        self._slots: dict[str, int] = {
-            question.question_id: -index if question.type is QuestionType.PERSONAL_INFO else index
+        self._personal = layout.has_personal_info
+        # Question id -> (cell index, the question's part of a PERSONAL_INFO column's
+        # context, or None for any other column): one dict lookup per answer item tells
+        # both where it goes and whether it is a token to decrypt.
+        self._slots: dict[str, _Slot] = {
+            question.question_id: (
+                index,
+                question_context(question.question_id)
+                if question.type is QuestionType.PERSONAL_INFO
+                else None,
+            )
             for index, question in zip(indexes, layout.questions, strict=True)
         }
         # With typed cells: (cell index, parser) of NUMBER and DATE columns; a value
@@ -109,19 +121,12 @@ class RowBuilder:
         # go. The extra cell at the end takes the answers to ignored questions (so they
         # need no test of their own) and is cut off.
         self._blank = [""] * (width - FIXED_COLUMNS + 1)
-        self._cells = dict.fromkeys(self._ignored, width) | self._slots
+        ignored: _Slot = (width, None)
+        self._cells = dict.fromkeys(self._ignored, ignored) | self._slots
         # Resolved now so a missing key fails before the first row, not inside it.
         self._decrypt: Callable[[str, bytes], str] = _no_personal_info
-        # By cell index, the question's part of a PERSONAL_INFO column's context; empty
-        # (so false) when the form has no personal info.
-        self._contexts: tuple[bytes, ...] = ()
-        if layout.has_personal_info:
+        if self._personal:
             self._decrypt = (keyring or default_keyring()).decrypt
-            contexts = [b""] * width
-            for index, question in zip(indexes, layout.questions, strict=True):
-                if question.type is QuestionType.PERSONAL_INFO:
-                    contexts[index] = question_context(question.question_id)
-            self._contexts = tuple(contexts)
 
     def build(
         self,
@@ -154,22 +159,20 @@ class RowBuilder:
         width = self._width
         cells = self._cells
         decrypt = self._decrypt
-        contexts = self._contexts
         try:
-            answer = answer_context(answer_id) if contexts else b""
+            answer = answer_context(answer_id) if self._personal else b""
             row = [answer_id, user_name or "", self._format_time(submitted_at), *self._blank]
             if user_name and not (user_name.isascii() and len(user_name) <= limit):
                 row[1] = fit_cell(user_name, limit)
             for item in answer_items:
-                index = cells[item["questionId"]]
+                index, question = cells[item["questionId"]]
                 value = item["value"]
-                if index < 0:
-                    index = -index
+                if question is not None:  # PERSONAL_INFO
                     if type(value) is str:
                         if value:
-                            value = decrypt(value, answer + contexts[index])
+                            value = decrypt(value, answer + question)
                     elif type(value) is list:
-                        context = answer + contexts[index]
+                        context = answer + question
                         value = [decrypt(part, context) for part in value]
                     elif value is not None:
                         raise TypeError
@@ -239,15 +242,15 @@ class RowBuilder:
                     kind = _kind(item["questionId"])
                     raise _RowError(f"answer[{position}] has a questionId that is {kind}")
                 question_id = item["questionId"]
-                index = self._slots.get(question_id)
-                if index is None:
+                slot = self._slots.get(question_id)
+                if slot is None:
                     if question_id in self._ignored:
                         continue
                     raise _RowError("the form has no such question", "KeyError")
+                index, question = slot
                 value = item.get("value")
-                if index < 0:
-                    index = -index
-                    context = answer_context(answer_id) + self._contexts[index]
+                if question is not None:  # PERSONAL_INFO
+                    context = answer_context(answer_id) + question
                     cell = self._personal_cell(value, context)
                 else:
                     cell = _cell(value)
