@@ -10,10 +10,11 @@ jumbotron) with ``--table`` answers, then times preparing ``--batch`` of them as
 flush does (load the layout, one SELECT, one row per answer, under ``gc_paused``).
 Prints medians (and the fastest run, a guide on a busy machine), no pass/fail.
 
-The twins figure builds the same batch three ways, back to back in each run: with
-``RowBuilder.build`` (the fast path), with its reference (``_build_checked``, then the
-same typed-cell step), and with ``build`` but ``format_time`` in place of the builder's
-``time_formatter``: what each fast path saves on a realistic batch.
+The twins figure builds the same batch again three ways, back to back in each run, in
+an order that rotates from run to run: with ``RowBuilder.build`` (the fast path), with
+its reference (``_build_checked``, then the same typed-cell step), and with ``build`` but
+``format_time`` in place of the builder's ``time_formatter``: what each fast path saves
+on a realistic batch.
 
 The settle figure compares, interleaved, the ledger write alone (COMPLETED for the
 batch, one transaction: what settling cost before the durable intent) with what a batch
@@ -65,6 +66,7 @@ class Timing:
     db_s: float
     decrypt_s: float
     build_s: float  # including decryption
+    twin_build_s: float  # build again, beside the two below
     reference_s: float  # the same rows from the reference, _build_checked
     format_time_s: float  # build, with format_time in place of time_formatter
 
@@ -116,8 +118,10 @@ def bench(
         batch_ids = random.Random(7).sample(ids, batch)
         timings = []
         settles = []
-        for _ in range(runs + 1):  # the first run warms caches and is dropped
-            timings.append(_one_batch(factory, form.submission_id, batch_ids, settings, keyring))
+        for turn in range(runs + 1):  # the first run warms caches and is dropped
+            timings.append(
+                _one_batch(factory, form.submission_id, batch_ids, settings, keyring, turn)
+            )
             settles.append(_settle(factory, form, batch_ids))
         return timings[1:], settles[1:]
     finally:
@@ -158,6 +162,7 @@ def _one_batch(
     batch_ids: list[str],
     settings: Settings,
     keyring: Keyring,
+    turn: int,
 ) -> Timing:
     with factory() as session:
         started = time.perf_counter()
@@ -172,7 +177,7 @@ def _one_batch(
             ]
         built = time.perf_counter()
         assert len(rows) == len(batch_ids)
-        reference_s, format_time_s = _twins(builder, records, batch_ids, rows)
+        twins = _twins(builder, records, batch_ids, rows, turn)
     pii = {q.question_id for q in layout.questions if q.type is QuestionType.PERSONAL_INFO}
     # Each token with its context (answer, question) built beforehand: the row builder
     # builds them more cheaply (the answer's part once per row), and counts that in build.
@@ -186,37 +191,48 @@ def _one_batch(
     for token, context in tokens:
         keyring.decrypt(token, context)
     decrypt_s = time.perf_counter() - decrypt_started
-    return Timing(fetched - started, decrypt_s, built - fetched, reference_s, format_time_s)
+    return Timing(fetched - started, decrypt_s, built - fetched, *twins)
 
 
 def _twins(
-    builder: RowBuilder, records: dict[str, Any], batch_ids: list[str], rows: list[Any]
-) -> tuple[float, float]:
-    """The batch's rows again from each reference: _build_checked for the rows, then
-    format_time for the times (the same rows both times, checked)."""
+    builder: RowBuilder, records: dict[str, Any], batch_ids: list[str], rows: list[Any], turn: int
+) -> tuple[float, float, float]:
+    """The batch's rows again: by build, by the reference for the rows (_build_checked),
+    and by build with the reference for the times (format_time), in an order that turns
+    with ``turn``; the same rows each time, checked."""
     batch = [records[answer_id] for answer_id in batch_ids]
-    with gc_paused():
-        started = time.perf_counter()
-        reference = [
+    zone = builder.zone
+    fast_format = builder._format_time
+
+    def fast() -> list[Any]:
+        return [builder.build(r.id, r.user_name, r.submitted_at, r.answer) for r in batch]
+
+    def reference() -> list[Any]:
+        return [
             builder._typed_row(
                 builder._build_checked(r.id, r.user_name, r.submitted_at, r.answer),
                 r.submitted_at,
             )
             for r in batch
         ]
-        reference_s = time.perf_counter() - started
-    zone = builder.zone
-    fast_format = builder._format_time
-    builder._format_time = lambda value: format_time(value, zone)
-    try:
+
+    def slow_times() -> list[Any]:
+        builder._format_time = lambda value: format_time(value, zone)
+        try:
+            return fast()
+        finally:
+            builder._format_time = fast_format
+
+    ways = [fast, reference, slow_times]
+    took = {}
+    for n in range(3):
+        way = ways[(turn + n) % 3]
         with gc_paused():
             started = time.perf_counter()
-            slow_times = [builder.build(r.id, r.user_name, r.submitted_at, r.answer) for r in batch]
-            format_time_s = time.perf_counter() - started
-    finally:
-        builder._format_time = fast_format
-    assert reference == rows == slow_times
-    return reference_s, format_time_s
+            built = way()
+            took[way] = time.perf_counter() - started
+        assert built == rows
+    return took[fast], took[reference], took[slow_times]
 
 
 def report(label: str, timings: list[Timing], batch: int) -> None:
@@ -237,7 +253,7 @@ def report(label: str, timings: list[Timing], batch: int) -> None:
 
 
 def report_twins(label: str, timings: list[Timing]) -> None:
-    build = statistics.median(t.build_s for t in timings) * 1000
+    build = statistics.median(t.twin_build_s for t in timings) * 1000
     reference = statistics.median(t.reference_s for t in timings) * 1000
     slow_times = statistics.median(t.format_time_s for t in timings) * 1000
     print(

@@ -12,6 +12,7 @@ HERE = Path(__file__).resolve().parent
 BENCHES: tuple[tuple[str, list[str]], ...] = (
     ("bench_rows.py", ["--runs", "15"]),
     ("bench_emit.py", []),
+    ("bench_claim.py", []),
     ("bench_pipeline.py", []),
     ("bench_flow.py", []),
     ("bench_scale.py", []),

@@ -176,19 +176,11 @@ def claim_for_links(
         lists["allowed_link_ids"] = list(allowed_link_ids)
     if only_link_ids is not None:
         lists["only_link_ids"] = list(only_link_ids)
-    dialect = session.get_bind().dialect
-    rows: Iterable[Any]
     # An emit, in the web app's request, on a driver that takes named parameters.
-    if len(answer_ids) == 1 and dialect.paramstyle in ("pyformat", "named"):
-        shape = tuple((name, len(values)) for name, values in lists.items())
-        sql, constants = _claim_sql(dialect, shape)
-        parameters = dict(constants, now=utcnow())
-        for name, values in lists.items():
-            parameters.update(zip(_item_names(name, len(values)), values, strict=True))
-        rows = session.connection().exec_driver_sql(sql, parameters)
+    if len(answer_ids) == 1 and session.get_bind().dialect.paramstyle in ("pyformat", "named"):
+        rows = _claim_by_driver_sql(session, lists)
     else:
-        statement = _claim_statement(dialect.name, *(name in lists for name in LINK_LISTS))
-        rows = session.execute(statement, {**lists, "now": utcnow()})
+        rows = _claim_by_statement(session, lists)
     written = [
         (str(answer_id), str(spreadsheet), int(gid), TransactionType(state))
         for answer_id, spreadsheet, gid, state in rows
@@ -200,6 +192,26 @@ def claim_for_links(
 
 #: The claim's optional list parameters, in :func:`_claim_statement`'s order.
 LINK_LISTS = ("allowed_link_ids", "only_link_ids")
+
+
+def _claim_by_statement(session: Session, lists: Mapping[str, list[Any]]) -> Iterable[Any]:
+    """The claim run as the statement object: the reference for
+    :func:`_claim_by_driver_sql` (tests/test_ledger.py holds the two together)."""
+    dialect = session.get_bind().dialect
+    statement = _claim_statement(dialect.name, *(name in lists for name in LINK_LISTS))
+    return session.execute(statement, {**lists, "now": utcnow()})
+
+
+def _claim_by_driver_sql(session: Session, lists: Mapping[str, list[Any]]) -> Iterable[Any]:
+    """The claim run as the driver's SQL (a driver that takes named parameters): the
+    same rows as :func:`_claim_by_statement`, at less cost per call (:func:`_claim_sql`)."""
+    dialect = session.get_bind().dialect
+    shape = tuple((name, len(values)) for name, values in lists.items())
+    sql, constants = _claim_sql(dialect, shape)
+    parameters = dict(constants, now=utcnow())
+    for name, values in lists.items():
+        parameters.update(zip(_item_names(name, len(values)), values, strict=True))
+    return session.connection().exec_driver_sql(sql, parameters)
 
 
 @functools.lru_cache(maxsize=64)

@@ -86,3 +86,108 @@ def test_the_claim_reads_each_link_and_records_an_answer_once(engine):
         (second, "owners-sheet"),
         (second, "refused-sheet"),
     ]
+
+
+@BOTH_DATABASES
+def test_the_claims_driver_sql_writes_and_returns_what_the_statement_does(
+    engine, db_url, monkeypatch
+):
+    # The claim exists twice: the statement object (the reference) and the driver's SQL
+    # compiled from it (an emit's one answer, on a driver taking named parameters). Both
+    # run here on the same inputs, each from the same ledger (rolled back after each):
+    # the same rows returned, the same rows left. SQLite's driver takes qmark, so an
+    # engine made to take named parameters runs the driver's SQL there.
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+    from sqlalchemy import select
+
+    from sheetsync.crypto import Keyring
+    from sheetsync.db import is_postgres, make_engine
+    from sheetsync.dev.seed import link_sheet, seed_answers, seed_form, seed_user
+    from sheetsync.models import SheetTransaction, utcnow
+
+    sessions = sessionmaker(engine)
+    keyring = Keyring([AESGCM.generate_key(bit_length=256)])
+    with sessions.begin() as session:
+        form = seed_form(session, owner_id="owner", pii=0, keyring=keyring)
+        other = seed_form(session, owner_id="owner2", pii=0, keyring=keyring)
+        seed_user(session, "stranger", keyring=keyring)
+        owners = link_sheet(session, form, "owners-sheet").id
+        second = link_sheet(session, form, "owners-sheet", 7).id
+        allowed = link_sheet(session, form, "allowed-sheet", create_user_id="stranger").id
+        refused = link_sheet(session, form, "refused-sheet", create_user_id="stranger").id
+        elsewhere = link_sheet(session, other, "other-sheet").id
+        answers = seed_answers(session, form, 5, keyring=keyring)
+        [other_answer] = seed_answers(session, other, 1, prefix="other", keyring=keyring)
+        # Where each answer stands already: emittable (none, INIT, VALIDATION_FAILED) or not.
+        for answer, sheet, gid, state in [
+            (answers[1], "owners-sheet", 0, TransactionType.ENQUEUED),
+            (answers[1], "refused-sheet", 0, TransactionType.VALIDATION_FAILED),
+            (answers[2], "owners-sheet", 0, TransactionType.COMPLETED),
+            (answers[2], "owners-sheet", 7, TransactionType.INIT),
+            (answers[2], "allowed-sheet", 0, TransactionType.DEAD_LETTERED),
+            (answers[3], "allowed-sheet", 0, TransactionType.VALIDATION_FAILED),
+            (answers[3], "refused-sheet", 0, TransactionType.FAILED),
+        ]:
+            ledger.record(session, [answer], sheet, gid, state, "earlier")
+    driver_engine = engine if is_postgres(engine) else make_engine(db_url, paramstyle="named")
+    link_lists = [[], [allowed], [allowed, refused, elsewhere]]
+    only_lists = [None, [], [refused], [owners, second, allowed], [elsewhere]]
+    ids = [[a] for a in [*answers, other_answer, "no-such-answer"]]
+    ids += [answers[:3], [answers[0], other_answer]]
+
+    def run(on, claim, lists):
+        started = utcnow()
+        with on.connect() as connection, connection.begin() as transaction:
+            session = Session(bind=connection)
+            returned = sorted(tuple(row) for row in claim(session, lists))
+            tx = SheetTransaction
+            left = sorted(
+                (row[0], row[1], row[2], row[3], row[4], row[5] >= started)
+                for row in session.execute(
+                    select(
+                        tx.submission_answer_id,
+                        tx.spread_sheet_id,
+                        tx.sheet_id,
+                        tx.type,
+                        tx.error_message,
+                        tx.updated_at,
+                    )
+                )
+            )
+            transaction.rollback()
+        return returned, left
+
+    try:
+        compared = 0
+        for answer_ids in ids:
+            for allowed_ids in link_lists:
+                for only_ids in only_lists:
+                    lists = {"answer_ids": answer_ids}
+                    if allowed_ids:
+                        lists["allowed_link_ids"] = allowed_ids
+                    if only_ids is not None:
+                        lists["only_link_ids"] = only_ids
+                    reference = run(engine, ledger._claim_by_statement, lists)
+                    driver = run(driver_engine, ledger._claim_by_driver_sql, lists)
+                    assert driver == reference, lists
+                    compared += bool(reference[0])
+        assert compared > 30  # most inputs write rows: the comparison is not of nothing
+    finally:
+        if driver_engine is not engine:
+            driver_engine.dispose()
+
+    # claim_for_links runs one answer's claim as the driver's SQL where the driver takes
+    # named parameters (psycopg), and as the statement otherwise (several answers, qmark).
+    calls = []
+    for name in ("_claim_by_driver_sql", "_claim_by_statement"):
+        real = getattr(ledger, name)
+        monkeypatch.setattr(
+            ledger,
+            name,
+            lambda s, lists, real=real, name=name: calls.append(name) or real(s, lists),
+        )
+    with sessions.begin() as session:
+        ledger.claim_for_links(session, [answers[4]], [])
+        ledger.claim_for_links(session, answers[:2], [])
+    one = "_claim_by_driver_sql" if is_postgres(engine) else "_claim_by_statement"
+    assert calls == [one, "_claim_by_statement"]
