@@ -10,10 +10,9 @@ jumbotron) with ``--table`` answers, then times preparing ``--batch`` of them as
 flush does (load the layout, one SELECT, one row per answer, under ``gc_paused``).
 Prints medians (and the fastest run, a guide on a busy machine), no pass/fail.
 
-The twins figure builds the same batch again three ways, back to back in each run, in
-an order that rotates from run to run: with ``RowBuilder.build`` (the fast path), with
-its reference (``_build_checked``, then the same typed-cell step), and with ``build`` but
-``format_time`` in place of the builder's ``time_formatter``: what each fast path saves
+The twins figure builds the same batch again two ways, back to back in each run, in an
+order that turns from run to run: with ``RowBuilder.build`` (the fast path) and with its
+reference (``_build_checked``, then the same typed-cell step): what the fast path saves
 on a realistic batch.
 
 The settle figure compares, interleaved, the ledger write alone (COMPLETED for the
@@ -53,7 +52,6 @@ from sheetsync.flush import intents
 from sheetsync.flush.hydrate import fetch_answers, gc_paused
 from sheetsync.flush.layout import load_layout
 from sheetsync.flush.rows import RowBuilder
-from sheetsync.flush.times import format_time
 from sheetsync.keys import BufferKey
 from sheetsync.models import QuestionType, TransactionType
 from sheetsync.settings import Settings
@@ -66,9 +64,8 @@ class Timing:
     db_s: float
     decrypt_s: float
     build_s: float  # including decryption
-    twin_build_s: float  # build again, beside the two below
+    twin_build_s: float  # build again, beside the reference
     reference_s: float  # the same rows from the reference, _build_checked
-    format_time_s: float  # build, with format_time in place of time_formatter
 
     @property
     def total_s(self) -> float:
@@ -196,13 +193,10 @@ def _one_batch(
 
 def _twins(
     builder: RowBuilder, records: dict[str, Any], batch_ids: list[str], rows: list[Any], turn: int
-) -> tuple[float, float, float]:
-    """The batch's rows again: by build, by the reference for the rows (_build_checked),
-    and by build with the reference for the times (format_time), in an order that turns
-    with ``turn``; the same rows each time, checked."""
+) -> tuple[float, float]:
+    """The batch's rows again: by build and by the reference (_build_checked), in an
+    order that turns with ``turn``; the same rows each time, checked."""
     batch = [records[answer_id] for answer_id in batch_ids]
-    zone = builder.zone
-    fast_format = builder._format_time
 
     def fast() -> list[Any]:
         return [builder.build(r.id, r.user_name, r.submitted_at, r.answer) for r in batch]
@@ -216,23 +210,16 @@ def _twins(
             for r in batch
         ]
 
-    def slow_times() -> list[Any]:
-        builder._format_time = lambda value: format_time(value, zone)
-        try:
-            return fast()
-        finally:
-            builder._format_time = fast_format
-
-    ways = [fast, reference, slow_times]
+    ways = [fast, reference]
     took = {}
-    for n in range(3):
-        way = ways[(turn + n) % 3]
+    for n in range(2):
+        way = ways[(turn + n) % 2]
         with gc_paused():
             started = time.perf_counter()
             built = way()
             took[way] = time.perf_counter() - started
         assert built == rows
-    return took[fast], took[reference], took[slow_times]
+    return took[fast], took[reference]
 
 
 def report(label: str, timings: list[Timing], batch: int) -> None:
@@ -255,11 +242,9 @@ def report(label: str, timings: list[Timing], batch: int) -> None:
 def report_twins(label: str, timings: list[Timing]) -> None:
     build = statistics.median(t.twin_build_s for t in timings) * 1000
     reference = statistics.median(t.reference_s for t in timings) * 1000
-    slow_times = statistics.median(t.format_time_s for t in timings) * 1000
     print(
         f"{label:<10} twins: build {build:6.1f} ms; rows by _build_checked {reference:6.1f} ms "
-        f"({reference / build:.2f}x build); times by format_time {slow_times:6.1f} ms "
-        f"({slow_times / build:.2f}x build)"
+        f"({reference / build:.2f}x build)"
     )
 
 

@@ -25,7 +25,7 @@ from sheetsync.errors import AnswerError, ConfigError, CryptoError, VersionOneTo
 from sheetsync.flush.cells import fit_cell
 from sheetsync.flush.hydrate import MalformedAnswer
 from sheetsync.flush.layout import FIXED_COLUMNS, FormLayout
-from sheetsync.flush.times import format_time, time_formatter
+from sheetsync.flush.times import format_time
 from sheetsync.flush.typed import Cell, serial_date_time, typed_columns
 from sheetsync.models import ID_LENGTH, QuestionType
 from sheetsync.settings import Settings, get_settings
@@ -71,7 +71,6 @@ class RowBuilder:
         "_cell_limit",
         "_cells",
         "_decrypt",
-        "_format_time",
         "_ignored",
         "_personal",
         "_slots",
@@ -93,7 +92,6 @@ class RowBuilder:
         settings = settings or get_settings()
         self.layout = layout
         self.zone = zone or ZoneInfo(settings.timezone)
-        self._format_time = time_formatter(self.zone)
         self._cell_limit = settings.cell_chars_max
         self._width = width = layout.width
         self._ignored = layout.ignored_question_ids
@@ -161,7 +159,7 @@ class RowBuilder:
         decrypt = self._decrypt
         try:
             answer = answer_context(answer_id) if self._personal else b""
-            row = [answer_id, user_name or "", self._format_time(submitted_at), *self._blank]
+            row = [answer_id, user_name or "", format_time(submitted_at, self.zone), *self._blank]
             if user_name and not (user_name.isascii() and len(user_name) <= limit):
                 row[1] = fit_cell(user_name, limit)
             for item in answer_items:

@@ -4,7 +4,6 @@ sheet shows."""
 from __future__ import annotations
 
 import os
-import random
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
@@ -20,7 +19,7 @@ from sheetsync.errors import AnswerError, CryptoError, MissingKeyError, NotFound
 from sheetsync.flush.cells import fit_cell
 from sheetsync.flush.layout import FormLayout, load_layout
 from sheetsync.flush.rows import RowBuilder, header_row
-from sheetsync.flush.times import format_time, time_formatter
+from sheetsync.flush.times import format_time
 from sheetsync.models import Question, QuestionType, Step, Submission, User
 from sheetsync.settings import Settings
 
@@ -201,7 +200,6 @@ def test_time_is_formatted_in_the_configured_zone(
 )
 def test_time_across_offset_changes(zone: str, submitted_at: datetime, expected: str) -> None:
     assert format_time(submitted_at, ZoneInfo(zone)) == expected
-    assert time_formatter(ZoneInfo(zone))(submitted_at) == expected
     settings = Settings.load(timezone=zone)
     assert build([], settings=settings, submitted_at=submitted_at)[2] == expected
 
@@ -232,18 +230,13 @@ def _offset_changes(zone: ZoneInfo, year: int) -> Iterator[datetime]:
         "Africa/Casablanca",
     ],
 )
-def test_time_formatter_matches_the_reference(zone_name: str) -> None:
+def test_format_time_gives_the_local_wall_time_across_offset_changes(zone_name: str) -> None:
     zone = ZoneInfo(zone_name)
-    fast = time_formatter(zone)
-    rng = random.Random(zone_name)
     instants: list[datetime] = []
     for year in (1890, 1950, 2024, 2025, 2100):
         for change in _offset_changes(zone, year):
             # Every 37 s from an hour before the change to two hours after it.
             instants += [change + timedelta(seconds=s) for s in range(-3600, 7200, 37)]
-    start = datetime(1800, 1, 1, tzinfo=UTC).timestamp()
-    end = datetime(2200, 1, 1, tzinfo=UTC).timestamp()
-    instants += [datetime.fromtimestamp(rng.uniform(start, end), UTC) for _ in range(5000)]
     instants += [datetime.min.replace(tzinfo=UTC), datetime.max.replace(tzinfo=UTC)]
     other_zones = [UTC, timezone(timedelta(hours=-3, minutes=-30)), ZoneInfo("Asia/Tokyo")]
     for index, instant in enumerate(instants):
@@ -253,20 +246,28 @@ def test_time_formatter_matches_the_reference(zone_name: str) -> None:
             variants.append(instant.astimezone(other_zones[index % len(other_zones)]))
         for value in variants:
             try:
-                expected = format_time(value, zone)
+                expected = wall_time(value, zone)
             except (OverflowError, ValueError) as exc:
                 with pytest.raises(type(exc)):
-                    fast(value)
+                    format_time(value, zone)
                 continue
-            assert fast(value) == expected, value
+            assert format_time(value, zone) == expected, value
 
 
-def test_time_formatter_cache_starts_over_without_changing_results() -> None:
+def wall_time(value: datetime, zone: ZoneInfo) -> str:
+    """What a clock in ``zone`` shows at ``value`` (naive: UTC), field by field."""
+    local = (value if value.tzinfo else value.replace(tzinfo=UTC)).astimezone(zone)
+    return (
+        f"{local.year:04d}-{local.month:02d}-{local.day:02d} "
+        f"{local.hour:02d}:{local.minute:02d}:{local.second:02d}"
+    )
+
+
+def test_format_time_every_seven_hours_for_eight_years() -> None:
     zone = ZoneInfo("America/New_York")
-    fast = time_formatter(zone)
     hours = [datetime(2000, 1, 1, tzinfo=UTC) + timedelta(hours=7 * n) for n in range(10_000)]
     for value in hours + hours[::-1]:
-        assert fast(value) == format_time(value, zone)
+        assert format_time(value, zone) == wall_time(value, zone)
 
 
 def test_a_token_under_an_unknown_key_is_a_configuration_error_raised_unchanged() -> None:
