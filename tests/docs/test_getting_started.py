@@ -94,11 +94,14 @@ def test_the_minimal_integration_lands_its_row_as_written(tmp_path: Path) -> Non
     (tmp_path / ".venv").symlink_to(ROOT / ".venv")
     (tmp_path / "examples").symlink_to(ROOT / "examples")
     (tmp_path / "check_sheet.py").write_text(CHECK_SHEET)
+    # The block's own directory for the example's files (it makes a temporary one if
+    # unset): here, one the test can read afterwards.
+    env = {**clean_environment(), "EXAMPLE_DIR": str(tmp_path / "example")}
 
     run = subprocess.run(
         [*namespaces(), "bash", "-c", PRELUDE + text + EPILOGUE],
         cwd=tmp_path,
-        env=clean_environment(),
+        env=env,
         capture_output=True,
         text=True,
         timeout=RUN_TIMEOUT_S,
@@ -108,7 +111,7 @@ def test_the_minimal_integration_lands_its_row_as_written(tmp_path: Path) -> Non
     assert run.returncode == 0, output
     assert "docs-test: the example exited 0" in run.stdout, output
 
-    with Session(create_engine(f"sqlite:///{tmp_path / 'example.db'}")) as session:
+    with Session(create_engine(f"sqlite:///{tmp_path / 'example' / 'example.db'}")) as session:
         answer = session.scalars(select(SubmissionAnswer)).one()
         link = session.scalars(select(SpreadSheet)).one()
         ledger = session.scalars(select(SheetTransaction)).one()
