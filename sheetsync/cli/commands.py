@@ -19,7 +19,22 @@ import typer
 from typer.main import get_command
 
 from sheetsync import __version__, logs
-from sheetsync.cli import admin, backfill, dlq, forms, health, links, metrics, resend, web
+from sheetsync.cli import (
+    backfill,
+    credentials,
+    db,
+    demo,
+    dlq,
+    emulator,
+    forms,
+    health,
+    links,
+    metrics,
+    pii,
+    pii_keys,
+    resend,
+    web,
+)
 from sheetsync.cli.helpformat import HelpCommand, new_app
 from sheetsync.cli.output import (
     ABORTS,
@@ -48,13 +63,13 @@ app.command("backfill", cls=HelpCommand)(backfill.backfill)
 app.add_typer(dlq.app, name="dlq")
 app.add_typer(links.app, name="links")
 app.add_typer(forms.app, name="forms")
-app.add_typer(admin.db_app, name="db")
-app.add_typer(admin.credentials_app, name="credentials")
-app.add_typer(admin.keys_app, name="keys")
-app.add_typer(admin.pii_app, name="pii")
+app.add_typer(db.app, name="db")
+app.add_typer(credentials.app, name="credentials")
+app.add_typer(pii_keys.app, name="keys")
+app.add_typer(pii.app, name="pii")
 app.command("metrics", cls=HelpCommand)(metrics.metrics)
-app.command("emulator", cls=HelpCommand)(admin.emulator)
-app.command("demo", cls=HelpCommand)(admin.demo)
+app.command("emulator", cls=HelpCommand)(emulator.emulator)
+app.command("demo", cls=HelpCommand)(demo.demo)
 app.command("web", cls=HelpCommand)(web.web)
 
 
