@@ -22,6 +22,7 @@ from sheetsync import deadletters
 from sheetsync.dev.seed import SeededForm
 from sheetsync.keys import BufferKey
 from sheetsync.models import DeadLetterReason
+from support.lifetime import dies_with_this_process
 from support.waiting import wait_until
 from support.world import Sheet, World
 
@@ -123,17 +124,19 @@ def running_console(
     port = free_port()
     environment = {**os.environ, **env, "SHEETSYNC_WEB_TOKEN": token}
     process = subprocess.Popen(
-        [
-            SHEETSYNC,
-            "web",
-            "--port",
-            str(port),
-            "--sample-interval",
-            "0.5",
-            "--refresh-interval",
-            str(refresh_s),
-            *args,
-        ],
+        dies_with_this_process(
+            [
+                SHEETSYNC,
+                "web",
+                "--port",
+                str(port),
+                "--sample-interval",
+                "0.5",
+                "--refresh-interval",
+                str(refresh_s),
+                *args,
+            ]
+        ),
         env=environment,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

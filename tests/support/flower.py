@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sheetsync.dev.local import free_port
+from support.lifetime import dies_with_this_process
 from support.paths import ROOT
 
 AUTH = "operator:flower-test-password-0d9c1f4e7a2b8356"  # 32+ characters, as the shim asks
@@ -49,8 +50,8 @@ def running_flower(env: dict[str, str], log_dir: Path) -> Iterator[Flower]:
     flower = Flower(free_port(), log_dir / "flower.log")
     with open(flower.log, "wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "sheetsync.celery.flower", f"--port={flower.port}",
-             "--address=127.0.0.1", f"--basic-auth={AUTH}"],
+            dies_with_this_process([sys.executable, "-m", "sheetsync.celery.flower",
+             f"--port={flower.port}", "--address=127.0.0.1", f"--basic-auth={AUTH}"]),
             cwd=ROOT,
             env={**os.environ, **env},
             stdout=out,

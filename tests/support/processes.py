@@ -10,6 +10,7 @@ from contextlib import suppress
 from pathlib import Path
 
 from sheetsync.dispatch import QUEUES
+from support.lifetime import dies_with_this_process
 from support.paths import ROOT
 
 
@@ -34,26 +35,28 @@ class WorkerProcesses:
             n = len(self.procs)
             log = open(self.log_dir / f"worker{n}.log", "wb")  # noqa: SIM115
             proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "celery",
-                    "-A",
-                    "sheetsync.celery",
-                    "worker",
-                    "-P",
-                    "prefork",
-                    "-c",
-                    str(concurrency),
-                    "-Q",
-                    ",".join(queues),
-                    "-n",
-                    f"test{n}-{os.getpid()}@%h",
-                    "--without-gossip",
-                    "--without-mingle",
-                    "--loglevel=INFO",
-                    *extra_args,
-                ],
+                dies_with_this_process(
+                    [
+                        sys.executable,
+                        "-m",
+                        "celery",
+                        "-A",
+                        "sheetsync.celery",
+                        "worker",
+                        "-P",
+                        "prefork",
+                        "-c",
+                        str(concurrency),
+                        "-Q",
+                        ",".join(queues),
+                        "-n",
+                        f"test{n}-{os.getpid()}@%h",
+                        "--without-gossip",
+                        "--without-mingle",
+                        "--loglevel=INFO",
+                        *extra_args,
+                    ]
+                ),
                 cwd=ROOT,
                 env={**os.environ, **self.env},
                 stdout=log,

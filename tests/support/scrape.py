@@ -12,6 +12,7 @@ from pathlib import Path
 from prometheus_client.parser import text_string_to_metric_families
 
 from support.cli import SCRIPT
+from support.lifetime import dies_with_this_process
 from support.paths import ROOT
 from support.waiting import wait_until
 
@@ -55,7 +56,7 @@ def metrics_endpoint(
     port = free_port()
     log = open(log_dir / "metrics.log", "wb")  # noqa: SIM115
     proc = subprocess.Popen(
-        [str(SCRIPT), *options, "metrics", "--port", str(port)],
+        dies_with_this_process([str(SCRIPT), *options, "metrics", "--port", str(port)]),
         cwd=ROOT,
         env=env,
         stdout=log,

@@ -25,6 +25,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from support.lifetime import dies_with_this_process
+
 #: What redis-server logs when a client's bytes are not a TLS handshake it accepts
 #: (plain text to the TLS port: "wrong version number"), or a handshake fails.
 TLS_ERROR = re.compile(r"SSL routines|wrong version number|Error accepting a client connection")
@@ -269,7 +271,10 @@ def start_tls_redis(
     ]
     with open(log, "wb") as out:
         process = subprocess.Popen(
-            args, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            dies_with_this_process(args),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
     return TlsRedis(port, log, process)
 
@@ -293,7 +298,7 @@ def start_tls_sentinel(
     log = directory / f"sentinel-{port}.log"
     with open(log, "wb") as out:
         process = subprocess.Popen(
-            ["redis-server", str(config), "--sentinel"],
+            dies_with_this_process(["redis-server", str(config), "--sentinel"]),
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
