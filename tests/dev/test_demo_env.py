@@ -169,8 +169,16 @@ def test_a_pin_comes_in_through_the_lock_notes_of_what_pulls_it_in() -> None:
 
 
 def make_dry_run(target: str) -> str:
+    # Under `make test` the environment says this is a sub-make (MAKELEVEL, MAKEFLAGS),
+    # which would print "Entering directory" lines around the commands.
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
     result = subprocess.run(
-        ["make", "-n", target], cwd=ROOT, capture_output=True, text=True, check=False
+        ["make", "--no-print-directory", "-n", target],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
     )
     assert result.returncode == 0, result.stderr
     return result.stdout
