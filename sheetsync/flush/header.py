@@ -21,16 +21,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from sqlalchemy.orm import Session
-
 from sheetsync import notify
 from sheetsync.alerts import send_alert_once
 from sheetsync.flush import columns
 from sheetsync.flush.columns import HeaderPlan, LinkPaused
 from sheetsync.flush.layout import FormLayout
-from sheetsync.flush.sheet import ActiveTab
+from sheetsync.flush.sheet import ActiveTab, SheetAccess
 from sheetsync.models import SheetColumn
-from sheetsync.sheets.client import SheetsClient
 
 log = logging.getLogger(__name__)
 
@@ -117,11 +114,12 @@ def _write(
         if not c.formatted and (fmt := columns.number_format(c.question_id, c.type))
     }
     if plan.writes or formats:
-        access.renew()
-        access.client.write_header(
-            key.spread_sheet_id, active.gid, plan.writes, formats, column_count=column_count
+        access.send(
+            "spreadsheets.batchUpdate",
+            lambda client: client.write_header(
+                key.spread_sheet_id, active.gid, plan.writes, formats, column_count=column_count
+            ),
         )
-        access.tally.requests.append("spreadsheets.batchUpdate")
     if plan.writes:
         written = list(first_row) + [""] * (max(plan.writes) + 1 - len(first_row))
         for index, text in plan.writes.items():
@@ -135,24 +133,25 @@ def _write(
     }
 
 
-def write_header(
-    session: Session,
-    client: SheetsClient,
-    link_id: int,
-    spreadsheet_id: str,
-    gid: int,
-    column_count: int,
-) -> None:
+def write_header(access: SheetAccess, link_id: int, gid: int, column_count: int) -> None:
     """Write link ``link_id``'s whole header, with its number formats, into row 1 of tab
     ``gid`` (``column_count`` wide): for a new tab that continues the link (a roll-over).
-    One ``batchUpdate``, through the client's rate limiter."""
-    found = [c for c in columns.column_map(session, link_id) if c.position is not None]
-    cells = {c.position: c.written_title or c.title for c in found if c.position is not None}
+    One ``batchUpdate`` (through the run's one request path, after the map is read),
+    none when the map has no column placed yet."""
+    with access.services.sessions() as session:
+        found = [c for c in columns.column_map(session, link_id) if c.position is not None]
+        cells = {c.position: c.written_title or c.title for c in found if c.position is not None}
+        formats = {
+            c.position: fmt
+            for c in found
+            if c.position is not None and (fmt := columns.number_format(c.question_id, c.type))
+        }
     if not cells:
-        return
-    formats = {
-        c.position: fmt
-        for c in found
-        if c.position is not None and (fmt := columns.number_format(c.question_id, c.type))
-    }
-    client.write_header(spreadsheet_id, gid, cells, formats, column_count=column_count)
+        return  # nothing to write: no request, none counted
+    spreadsheet_id = access.key.spread_sheet_id
+    access.send(
+        "spreadsheets.batchUpdate",
+        lambda client: client.write_header(
+            spreadsheet_id, gid, cells, formats, column_count=column_count
+        ),
+    )

@@ -94,9 +94,9 @@ class Rollover:
         header = self.header
         assert header is not None, "fit() runs before any append"
         access, key, link_id = self.access, self.access.key, self.active.tab.link_id
-        access.renew()
-        grid = access.client.sheet_grid(key.spread_sheet_id)
-        access.tally.requests.append("spreadsheets.get")
+        grid = access.send(
+            "spreadsheets.get", lambda client: client.sheet_grid(key.spread_sheet_id)
+        )
         base = grid[key.sheet_id][0] if key.sheet_id in grid else None
         if base is None:
             raise PermanentError(
@@ -112,9 +112,7 @@ class Rollover:
             log.info("link of %s: tab %r exists already; continuing there", key.base, title)
         # The map's number formats, as on tab 1; also for a tab a run made before it died
         # (the request is idempotent).
-        with access.services.sessions() as session:
-            write_header(session, access.client, link_id, key.spread_sheet_id, gid, columns)
-        access.tally.requests.append("spreadsheets.batchUpdate")
+        write_header(access, link_id, gid, columns)
         with access.services.sessions.begin() as session:
             session.execute(
                 update(SpreadSheet)
@@ -130,15 +128,13 @@ class Rollover:
         self.active.move_to(Tab(link_id, number, gid, len(header)), title)
 
     def _add_tab(self, title: str, header: Sequence[str]) -> int:
-        self.access.renew()
-        gid = self.access.client.add_sheet_with_rows(
-            self.access.key.spread_sheet_id,
-            title,
-            sheet_id=secrets.randbelow(2**31 - 1) + 1,
-            rows=[header],
+        spreadsheet_id, sheet_id = self.access.key.spread_sheet_id, secrets.randbelow(2**31 - 1) + 1
+        return self.access.send(
+            "spreadsheets.batchUpdate (addSheet)",
+            lambda client: client.add_sheet_with_rows(
+                spreadsheet_id, title, sheet_id=sheet_id, rows=[header]
+            ),
         )
-        self.access.tally.requests.append("spreadsheets.batchUpdate (addSheet)")
-        return gid
 
     # -- in the settle transaction -----------------------------------------------------
 

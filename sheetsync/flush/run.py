@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from datetime import datetime
 
 import redis
@@ -31,9 +32,9 @@ from sheetsync.flush.outcomes import Outcome, Tally
 from sheetsync.flush.replays import ReplaysInFlight
 from sheetsync.flush.rollover import Rollover
 from sheetsync.flush.rows import header_row
-from sheetsync.flush.sheet import ActiveTab, SheetAccess, Tab, tab_of
+from sheetsync.flush.sheet import ActiveTab, SheetAccess, Tab, fenced, tab_of
 from sheetsync.flush.typed import link_zone
-from sheetsync.flush.writer import SheetWriter, fenced, request_deadline
+from sheetsync.flush.writer import SheetWriter
 from sheetsync.keys import BufferKey, is_account_id
 from sheetsync.metrics import events
 from sheetsync.metrics.names import BATCH_SIZE
@@ -56,23 +57,39 @@ DEFAULT_LINGER_POLL_S = 0.05
 DEFAULT_HOLD_RECHECK_S = 0.5
 
 
+@dataclass(frozen=True)
+class OpenedSheet:
+    """A run's sheet once it is open (the owner's credential was good): every Sheets
+    request goes through ``access``; ``tab`` is the link's active tab, ``writer`` appends
+    to it and ``rollover`` keeps it under its cell limit; ``acquire`` takes the owner's
+    rate-limit slots (``google_account``'s)."""
+
+    access: SheetAccess
+    tab: ActiveTab
+    writer: SheetWriter
+    rollover: Rollover
+    acquire: Acquire
+    google_account: str
+
+    @classmethod
+    def open(
+        cls, access: SheetAccess, tab: Tab, acquire: Acquire, google_account: str
+    ) -> OpenedSheet:
+        active = ActiveTab(access, tab)
+        return cls(access, active, SheetWriter(active), Rollover(active), acquire, google_account)
+
+
 class FlushRun:
     """One claimed run of one buffer."""
 
     def __init__(self, services: Services, key: BufferKey, lease: Lease) -> None:
         self.services = services
         self.key = key
-        self.lease = lease
+        self._lease = lease
         self.tally = Tally()
-        #: The link's active tab, its writer and its roll-over, once the sheet is open.
-        self._tab: ActiveTab | None = None
-        self._writer: SheetWriter | None = None
-        self._rollover: Rollover | None = None
+        #: The run's sheet, once opened (:meth:`prepare`).
+        self.sheet: OpenedSheet | None = None
         self._batches = BatchBuilder(services.settings, key)
-        #: The column layout of the batch being built (its header starts a new tab).
-        self._layout: FormLayout | None = None
-        self._google_account = ""
-        self._acquire: Acquire | None = None
         self._header_checked = False
         #: The credential's ``updated_at`` as this run read it: a reconnect changes it,
         #: and marking the credential INVALID is a compare-and-set on it.
@@ -81,14 +98,9 @@ class FlushRun:
         self.replays = ReplaysInFlight(key)
 
     @property
-    def writer(self) -> SheetWriter:
-        assert self._writer is not None
-        return self._writer
-
-    @property
-    def acquire(self) -> Acquire:
-        assert self._acquire is not None
-        return self._acquire
+    def lease(self) -> Lease:
+        """The run's lease as last renewed (renewals go through the sheet's access)."""
+        return self._lease if self.sheet is None else self.sheet.access.lease
 
     def leave_rate_queues(self) -> None:
         """The run ends without waiting for a slot: its buffer keeps no place. Best
@@ -101,24 +113,22 @@ class FlushRun:
             )
 
     @property
-    def tab(self) -> ActiveTab:
-        assert self._tab is not None
-        return self._tab
-
-    @property
     def rollover(self) -> Rollover:
-        assert self._rollover is not None
-        return self._rollover
+        """The opened sheet's roll-over (read by the failure table once
+        :attr:`sheet_open` says there is one)."""
+        if self.sheet is None:
+            raise LookupError("the run has not opened its sheet")
+        return self.sheet.rollover
 
     @property
     def sheet_open(self) -> bool:
         """Whether the run opened its sheet (the owner's credential was good)."""
-        return self._tab is not None
+        return self.sheet is not None
 
     @property
     def title_from_cache(self) -> bool:
         """Whether the tab's title came from the cache (a 400 may mean it changed)."""
-        return self._tab is not None and self._tab.title_from_cache
+        return self.sheet is not None and self.sheet.tab.title_from_cache
 
     # -- the run ---------------------------------------------------------------------
 
@@ -131,12 +141,12 @@ class FlushRun:
         """
         started_ms = self.services.store.redis_now_ms()
         self._hold_for_a_fuller_batch()
-        self.prepare()
+        sheet = self.prepare()
         for _ in range(DEFAULT_BATCHES_PER_RUN):
-            batch = self.next_batch()
-            if batch is None:
+            laid_out = self.next_batch(sheet)
+            if laid_out is None:
                 return
-            left, oldest_age_s = self.write_and_settle(batch)
+            left, oldest_age_s = self.write_and_settle(sheet, *laid_out)
             if not left:
                 return
             settings = self.services.settings
@@ -151,29 +161,16 @@ class FlushRun:
         )
         return Outcome("again" if next_task else "done", self.tally, next=next_task)
 
-    def renew(self) -> Lease:
-        """Extend the lease (or find the run fenced); every Sheets request from here on
-        must end before it does."""
-        renewing_at = time.monotonic()
-        lease = self.services.store.renew(self.key, self.lease)
-        if lease is None:
-            raise fenced(self.lease.token)
-        self.lease = lease
-        if self._tab is not None:
-            self._tab.access.client.deadline = request_deadline(
-                renewing_at, lease, self.services.settings.lease_s
-            )
-        return lease
-
     # -- prepare -----------------------------------------------------------------------
 
-    def prepare(self) -> None:
+    def prepare(self) -> OpenedSheet:
         with self.services.sessions() as session:
             tab = tab_of(links.check(session, self.key))
-        self._open_client(tab)
-        self._resolve_intents()
+        sheet = self.sheet = self._open_sheet(tab)
+        self._resolve_intents(sheet)
+        return sheet
 
-    def _open_client(self, tab: Tab) -> None:
+    def _open_sheet(self, tab: Tab) -> OpenedSheet:
         with self.services.sessions() as session:
             credential = session.get(GoogleCredential, self.key.user_id)
             if credential is None:
@@ -188,23 +185,21 @@ class FlushRun:
             if not is_account_id(credential.google_account_id):
                 # Written by the web app when the owner connected: a reconnect mends it.
                 raise CredentialError(f"owner {self.key.user_id}'s Google account id is malformed")
-            self._google_account = credential.google_account_id
+            google_account = credential.google_account_id
             refresh_token = crypto.decrypt_refresh_token(
                 credential.refresh_token, user_id=credential.user_id
             )
             owner = session.get(User, self.key.user_id)
             paying = owner is not None and is_priority_plan(owner.plan)
             weight = self.services.settings.rate_priority_weight if paying else FREE_WEIGHT
-        self._acquire = self.services.limiter.acquirer(
-            self._google_account, DEFAULT_SLOT_LEAD_S, waiter=self.key.base, weight=weight
+        acquire = self.services.limiter.acquirer(
+            google_account, DEFAULT_SLOT_LEAD_S, waiter=self.key.base, weight=weight
         )
-        client = SheetsClient(refresh_token, settings=self.services.settings, acquire=self._acquire)
-        access = SheetAccess(self.services, self.key, client, self.tally, self.renew)
-        self._tab = ActiveTab(access, tab)
-        self._writer = SheetWriter(self._tab)
-        self._rollover = Rollover(self._tab)
+        client = SheetsClient(refresh_token, settings=self.services.settings, acquire=acquire)
+        access = SheetAccess(self.services, self.key, client, self.tally, self._lease)
+        return OpenedSheet.open(access, tab, acquire, google_account)
 
-    def _resolve_intents(self) -> None:
+    def _resolve_intents(self, sheet: OpenedSheet) -> None:
         """Intents left open by an earlier run: whatever of them is in the sheet is
         COMPLETED, the rest stays ENQUEUED (and in the list, or the reconciler's)."""
         with self.services.sessions() as session:
@@ -222,8 +217,8 @@ class FlushRun:
                     retry_after_s=(intent.deadline_ms + settle_ms - now_ms) / 1000,
                 )
         for intent in pending:
-            title = self.tab.title_of(intent.tab_sheet_id)
-            column = self._id_column(title, intent.after_row, set(intent.answer_ids))
+            title = sheet.tab.title_of(intent.tab_sheet_id)
+            column = self._id_column(sheet, title, intent.after_row, set(intent.answer_ids))
             in_sheet = {row[0] for row in column if row}
             landed = [answer_id for answer_id in intent.answer_ids if answer_id in in_sheet]
             log.info(
@@ -244,27 +239,28 @@ class FlushRun:
                 intents.resolve(session, intent.id)
         self.trim(0, FORGET_LAST_ROW)  # the sheet's end is re-learned from the next append
 
-    def _id_column(self, title: str, after_row: int | None, ids: set[str]) -> list[list[str]]:
+    def _id_column(
+        self, sheet: OpenedSheet, title: str, after_row: int | None, ids: set[str]
+    ) -> list[list[str]]:
         """The id column below ``after_row``; the whole column when that window does not
         hold every id (a person deleted or sorted rows above it)."""
-        quoted = quote_title(title)
+        quoted, spreadsheet_id = quote_title(title), self.key.spread_sheet_id
         if after_row:
-            self.renew()
-            window = self.tab.access.client.read_values(
-                self.key.spread_sheet_id, f"{quoted}!A{after_row + 1}:A"
+            window = sheet.access.send(
+                "values.get",
+                lambda client: client.read_values(spreadsheet_id, f"{quoted}!A{after_row + 1}:A"),
             )
-            self.tally.requests.append("values.get")
             if ids <= {row[0] for row in window if row}:
                 return window
-        self.renew()
-        column = self.tab.access.client.read_values(self.key.spread_sheet_id, f"{quoted}!A:A")
-        self.tally.requests.append("values.get")
-        return column
+        return sheet.access.send(
+            "values.get", lambda client: client.read_values(spreadsheet_id, f"{quoted}!A:A")
+        )
 
     # -- one batch: build, write, settle --------------------------------------------------
 
-    def next_batch(self) -> Batch | None:
-        """The head of the list as rows, or None when the list is empty."""
+    def next_batch(self, sheet: OpenedSheet) -> tuple[Batch, FormLayout] | None:
+        """The head of the list as rows, with the column layout they were built with (its
+        header starts a new tab), or None when the list is empty."""
         if not self.services.store.buffer_length(self.key):
             return None
         self._linger()
@@ -272,13 +268,13 @@ class FlushRun:
         header_pending = not self._header_checked and not (
             self.services.store.sheet_cache(self.key).header_ok
         )
-        self.acquire.begin_sequence(writes=2 if header_pending else 1)
+        sheet.acquire.begin_sequence(writes=2 if header_pending else 1)
         wait = self.services.limiter.reserve(
-            self._google_account,
+            sheet.google_account,
             self.key.base,
-            weight=self.acquire.weight,
+            weight=sheet.acquire.weight,
             lead_s=DEFAULT_SLOT_LEAD_S,
-            slots=self.acquire.writes_left,
+            slots=sheet.acquire.writes_left,
         )
         if wait > DEFAULT_SLOT_LEAD_S:
             # The buffer keeps its place in the queue: wake up a little before its turn,
@@ -292,11 +288,11 @@ class FlushRun:
         with self.services.sessions() as session:
             links.check(session, self.key)  # removed since the run started: write nothing
             form = self._batches.layout(session)
-        layout = self._layout = header.columns_for_batch(self.tab, form)
+        layout = header.columns_for_batch(sheet.tab, form)
         self._header_checked = True
-        zone = link_zone(self.services.settings, self.tab.sheet()[1])
+        zone = link_zone(self.services.settings, sheet.tab.sheet()[1])
         with self.services.sessions() as session:
-            return self._batches.build(session, ids, layout=layout, zone=zone)
+            return self._batches.build(session, ids, layout=layout, zone=zone), layout
 
     def _hold_for_a_fuller_batch(self) -> None:
         """While a burst is still arriving and the batch will not be full soon, look
@@ -341,16 +337,17 @@ class FlushRun:
             elif time.monotonic() - grown_at >= settings.flush_idle_s:
                 return
 
-    def write_and_settle(self, batch: Batch) -> tuple[int, float]:
-        """Append the batch and settle it. Returns the ids left in the list and the
-        oldest one's age (s)."""
+    def write_and_settle(
+        self, sheet: OpenedSheet, batch: Batch, layout: FormLayout
+    ) -> tuple[int, float]:
+        """Append the batch (built with ``layout``) and settle it. Returns the ids left in
+        the list and the oldest one's age (s)."""
         batch = batch.cut(self.services.settings.request_bytes_max)
         if not batch.rows:
-            return self.settle(batch, [], {}, last_row=None, intent_id=None)
-        assert self._layout is not None  # set by next_batch
-        batch = self.rollover.fit(batch, header_row(self._layout, self.services.settings))
+            return self.settle(batch, [], {}, last_row=None, intent_id=None, sheet=sheet)
+        batch = sheet.rollover.fit(batch, header_row(layout, self.services.settings))
         cache = self.services.store.sheet_cache(self.key)
-        intent_id, appended = self.writer.append(
+        intent_id, appended = sheet.writer.append(
             batch.rows,
             batch.appended_ids,
             after_row=cache.last_row,
@@ -366,6 +363,8 @@ class FlushRun:
             appended.refused,
             last_row=last_row,
             intent_id=intent_id,
+            sheet=sheet,
+            width=layout.width,
         )
 
     def settle(
@@ -376,15 +375,18 @@ class FlushRun:
         *,
         last_row: int | str | None,
         intent_id: int | None,
+        sheet: OpenedSheet,
+        width: int = 0,
     ) -> tuple[int, float]:
-        """Record the batch (and the cells it took in the tab) and drop its intent in one
-        transaction, then trim the list. Returns the ids left and the oldest one's age."""
+        """Record the batch (and the ``width`` cells per row it took in the tab) and drop
+        its intent in one transaction, then trim the list. Returns the ids left and the
+        oldest one's age."""
         failed = {**batch.failed, **refused}
         alert: str | None = None
         with self.services.sessions.begin() as session:
             self.replays.note(session)
             if landed:
-                alert = self.rollover.count(session, len(landed), self._width())
+                alert = sheet.rollover.count(session, len(landed), width)
             ledger.record(
                 session,
                 landed,
@@ -398,14 +400,10 @@ class FlushRun:
             if intent_id is not None:
                 intents.resolve(session, intent_id)
         if alert is not None:
-            self.rollover.alert(alert)
+            sheet.rollover.alert(alert)
         self.tally.appended += len(landed)
         self.tally.failed += len(failed)
         return self.trim(len(batch.consumed), last_row)
-
-    def _width(self) -> int:
-        """Cells per row of the batch just written (its layout's)."""
-        return self._layout.width if self._layout is not None else 0
 
     def trim(self, count: int, last_row: int | str | None) -> tuple[int, float]:
         left, oldest_age_s = self.services.store.trim(self.key, self.lease, count, last_row)

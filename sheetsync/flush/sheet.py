@@ -1,6 +1,12 @@
 """One run's sheet: what the run reaches it with (:class:`SheetAccess`) and the tab its
 answers go to (:class:`ActiveTab`).
 
+Every Sheets request of a run goes through :meth:`SheetAccess.send`: it renews the
+run's lease (which fences a run that lost its buffer and sets the client's deadline,
+which bounds the whole request), runs the caller's step between the renewal and the
+request (the writer's intent), sends the request, and counts it in the run's tally,
+only when it was really sent. Nothing else renews the lease or counts a request.
+
 The active tab has one owner, :class:`ActiveTab`: its gid, number, cells and title. The
 writer appends to it, the header check writes its row 1, and a roll-over
 (:mod:`sheetsync.flush.rollover`) moves it to the next tab; none of them keeps a copy.
@@ -8,10 +14,13 @@ writer appends to it, the header check writes its row 1, and a roll-over
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from sheetsync.buffers.store import Lease
+from sheetsync.errors import ContentRefusedError, StaleRunError
 from sheetsync.flush.outcomes import Tally
 from sheetsync.keys import BufferKey
 from sheetsync.models import SpreadSheet
@@ -20,19 +29,74 @@ from sheetsync.sheets.client import SheetFacts, SheetsClient
 
 #: The sheet cache field that says which tab number the cached title belongs to.
 CACHE_TAB_FIELD = "tab"
+#: Every request ends this long (or a tenth of the lease, if shorter) before the lease
+#: does. The deadline is counted from before the renewal was sent, so it already falls
+#: before the lease's end; the margin covers hosts whose clocks run at different rates.
+#: A successor never reads the sheet while this run's append may still land.
+DEFAULT_LEASE_MARGIN_S = 1.0
+
+T = TypeVar("T")
 
 
-@dataclass(frozen=True)
 class SheetAccess:
     """What one run reaches its sheet with: the services, its buffer, the Sheets client
-    of the owner's account, the tally of requests, and ``renew``, which renews the run's
-    lease before each Sheets request (a run that lost its buffer: StaleRunError)."""
+    of the owner's account, the run's lease and the tally of its requests. Every Sheets
+    request of the run is sent through :meth:`send`."""
 
-    services: Services
-    key: BufferKey
-    client: SheetsClient
-    tally: Tally
-    renew: Callable[[], Lease]
+    def __init__(
+        self, services: Services, key: BufferKey, client: SheetsClient, tally: Tally, lease: Lease
+    ) -> None:
+        self.services = services
+        self.key = key
+        self.client = client
+        self.tally = tally
+        #: The run's lease as last renewed (the run reads it from here once its sheet is
+        #: open).
+        self.lease = lease
+
+    def send(
+        self,
+        kind: str,
+        call: Callable[[SheetsClient], T],
+        *,
+        before: Callable[[Lease], None] | None = None,
+    ) -> T:
+        """Renew the lease (a run that lost its buffer: StaleRunError; the client's
+        deadline moves with it), run ``before`` with the fresh lease (it may raise: then
+        nothing is sent), send ``call(client)``, and count ``kind`` in the run's tally
+        (``"<kind> (refused)"`` when Google refused the content). A request that failed
+        otherwise, or was never sent, is not counted."""
+        lease = self._renew()
+        if before is not None:
+            before(lease)
+        try:
+            result = call(self.client)
+        except ContentRefusedError:
+            self.tally.requests.append(f"{kind} (refused)")
+            raise
+        self.tally.requests.append(kind)
+        return result
+
+    def _renew(self) -> Lease:
+        """Extend the lease (or find the run fenced); every Sheets request from here on
+        must end before it does."""
+        renewing_at = time.monotonic()
+        lease = self.services.store.renew(self.key, self.lease)
+        if lease is None:
+            raise fenced(self.lease.token)
+        self.lease = lease
+        self.client.deadline = request_deadline(renewing_at, lease, self.services.settings.lease_s)
+        return lease
+
+
+def request_deadline(renewing_at: float, lease: Lease, lease_s: float) -> float:
+    """The monotonic time every Sheets request of a run must end by, for a lease whose
+    renewal was sent at ``renewing_at``."""
+    return renewing_at + lease.left_s - min(DEFAULT_LEASE_MARGIN_S, lease_s / 10)
+
+
+def fenced(token: str) -> StaleRunError:
+    return StaleRunError(f"{token} no longer holds its buffer")
 
 
 @dataclass
@@ -86,12 +150,13 @@ class ActiveTab:
         """The tab's title, the spreadsheet's time zone, and the tab's row 1 and width,
         in one read; the title and time zone are cached. (The header check looks up
         through here, under the link's lock, so a first write reads once.)"""
-        access = self.access
-        access.renew()
-        facts = access.client.sheet_facts(access.key.spread_sheet_id, self.tab.gid)
+        access, gid = self.access, self.tab.gid
+        facts = access.send(
+            "spreadsheets.getByDataFilter",
+            lambda client: client.sheet_facts(access.key.spread_sheet_id, gid),
+        )
         self._looked_up = True
         self.title_from_cache = False
-        access.tally.requests.append("spreadsheets.getByDataFilter")
         access.services.store.remember_sheet(
             access.key, title=facts.title, time_zone=facts.time_zone or ""
         )
@@ -102,11 +167,10 @@ class ActiveTab:
         append went to a tab the link has rolled over from since). None: the active tab."""
         if gid is None or gid == self.tab.gid:
             return self.title()
-        access = self.access
-        access.renew()
-        title = access.client.sheet_title(access.key.spread_sheet_id, gid)
-        access.tally.requests.append("spreadsheets.get")
-        return title
+        spreadsheet_id = self.access.key.spread_sheet_id
+        return self.access.send(
+            "spreadsheets.get", lambda client: client.sheet_title(spreadsheet_id, gid)
+        )
 
     def move_to(self, tab: Tab, title: str) -> None:
         """Answers go to ``tab`` from now on (a roll-over made it, its header in row 1)."""
