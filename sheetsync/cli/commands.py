@@ -68,7 +68,9 @@ app.add_typer(credentials.app, name="credentials")
 app.add_typer(pii_keys.app, name="keys")
 app.add_typer(pii.app, name="pii")
 app.command("metrics", cls=HelpCommand)(metrics.metrics)
-app.command("emulator", cls=HelpCommand)(emulator.emulator)
+app.command("emulator", cls=emulator.EmulatorCommand, context_settings=emulator.CONTEXT_SETTINGS)(
+    emulator.emulator
+)
 app.command("demo", cls=HelpCommand)(demo.demo)
 app.command("web", cls=HelpCommand)(web.web)
 

@@ -13,6 +13,9 @@ import urllib.request
 import pytest
 from support.cli import SCRIPT, Cli
 
+from sheets_emulator import __version__ as emulator_version
+from sheets_emulator.cli import parser
+
 
 def _free_port() -> int:
     with socket.socket() as probe:
@@ -84,3 +87,84 @@ def test_without_the_emulator_package_one_line_names_the_install(cli: Cli, comma
         "the Sheets API emulator is not installed: "
         "pip install sheetsync-emulator (from a checkout: pip install ./emulator)"
     )
+
+
+def test_emulator_takes_every_option_of_the_emulators_own_command(cli: Cli) -> None:
+    """The arguments go to sheets-emulator's parser: each quota option reaches the server."""
+    quotas = {
+        "read_per_account": 11,
+        "write_per_account": 12,
+        "read_per_project": 13,
+        "write_per_project": 14,
+        "window_s": 2.5,
+    }
+    options = [f"--{name.replace('_', '-')}={value}" for name, value in quotas.items()]
+    process = subprocess.Popen(
+        [str(SCRIPT), "emulator", "--host", "127.0.0.1", "--port", "0", *options],
+        env=cli.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        first = process.stdout.readline()  # Sheets API emulator listening on http://...
+        url = first.split()[-1]
+        assert url.startswith("http://127.0.0.1:"), first
+        with urllib.request.urlopen(f"{url}/_emulator/quotas", timeout=5) as response:
+            assert json.loads(response.read()) == quotas
+    finally:
+        process.terminate()
+        process.communicate(timeout=30)
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_emulator_help_lists_the_emulators_own_options(cli: Cli, flag: str) -> None:
+    result = cli.ok("emulator", flag)
+    assert result.stdout.startswith("Usage: sheetsync emulator [OPTIONS]")
+    assert "Run the Sheets API emulator (in memory) until interrupted." in result.stdout
+    assert "--host HOST" in result.stdout and "[default: 127.0.0.1]" in result.stdout
+    for action in parser()._actions:
+        for option in action.option_strings:
+            assert option in result.stdout, option
+
+
+def test_emulator_version_is_the_emulators(cli: Cli) -> None:
+    result = cli.ok("emulator", "--version")
+    assert result.stdout.strip() == f"sheetsync emulator {emulator_version}"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--port", "70000"], "argument --port: must be 0 to 65535, got 70000"),
+        (["--window-s", "0"], "argument --window-s: must be above 0, got 0.0"),
+        (["--read-per-account", "none"], "argument --read-per-account: invalid"),
+        (["--nope"], "unrecognized arguments: --nope"),
+    ],
+)
+def test_emulator_usage_errors_are_one_line(cli: Cli, args: list[str], message: str) -> None:
+    result = cli("emulator", *args)
+    assert result.code == 2
+    [line] = result.error_lines
+    assert line.startswith(f"error: {message}")
+    assert line.endswith("(see `sheetsync emulator --help`)")
+    assert result.stdout == ""
+
+
+def test_emulator_help_without_the_emulator_package_still_answers(cli: Cli) -> None:
+    code = (
+        "import sys; sys.modules['sheets_emulator'] = None; "
+        "from sheetsync.cli import main; sys.exit(main(['emulator', '--help']))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        env=cli.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0
+    assert "Run the Sheets API emulator (in memory) until interrupted." in result.stdout
+    assert result.stderr == ""
