@@ -35,7 +35,7 @@ IMAGE ?= sheetsync:local
 
 LOCK_FILES := requirements.lock requirements-runtime.lock emulator/requirements.lock
 
-.PHONY: install browser test test-fast lint docs lock lock-check install-test image demo demo-env demo-web bench chaos flower worker beat emulator clean
+.PHONY: install browser test test-fast test-unit lint docs lock lock-check install-test image demo demo-env demo-web bench chaos flower worker beat emulator clean
 
 install: $(STAMP)
 
@@ -80,6 +80,14 @@ test: install browser
 test-fast: install
 	$(BIN)/pytest $(PARALLEL) -m "$(FAST) and not timing" $(PYTEST_ARGS)
 	$(BIN)/pytest -m "$(FAST) and timing" $(PYTEST_ARGS)
+
+# `make test-unit`: the tests that start nothing, in seconds: no Redis, emulator, worker,
+# subprocess, PostgreSQL, browser or Docker (marked `unit` by tests/support/tiers.py from
+# the fixtures and helpers they use), less the `timing` ones (real-time waits, run alone by
+# the other targets). One process: collecting twice costs what a second one saves. A test
+# of the tier that starts a process or asks for Redis fails, saying so.
+test-unit: install
+	$(BIN)/pytest -m "unit and not timing" $(PYTEST_ARGS)
 
 lint: install
 	$(BIN)/ruff check .

@@ -34,6 +34,10 @@ The pipeline
 
 Settings, keyring and the default engine are cached per process; they are reset around
 every test so one test's environment never leaks into the next.
+
+The tiers: ``support.tiers``, registered here, marks every test with what it starts
+(``redis``, ``emulator``, ``worker``, ``process``, ``postgres``, ``docker``; ``unit`` for
+none), derived from the fixtures and helpers it uses, and guards the unit tier.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ from celery.contrib.testing.worker import start_worker
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
+from support import tiers
 from support.alerts import AlertSink
 from support.paths import ROOT
 from support.processes import WorkerProcesses
@@ -84,6 +89,13 @@ TEST_SETTINGS = {
 }
 
 _migrated_urls: set[str] = set()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The tiers' markers and the unit tier's guard (``support.tiers``), for the whole run
+    (the emulator's tests too)."""
+    if not config.pluginmanager.is_registered(tiers):
+        config.pluginmanager.register(tiers, "sheetsync-tiers")
 
 
 @pytest.fixture(autouse=True)
