@@ -84,10 +84,11 @@ test-fast: install
 # `make test-unit`: the tests that start nothing, in seconds: no Redis, emulator, worker,
 # subprocess, PostgreSQL, browser or Docker (marked `unit` by tests/support/tiers.py from
 # the fixtures and helpers they use), less the `timing` ones (real-time waits, run alone by
-# the other targets). One process: collecting twice costs what a second one saves. A test
-# of the tier that starts a process or asks for Redis fails, saying so.
+# the other targets) and the `hypothesis` properties (thousands of examples: 14 of its 33 s
+# here); test-fast and test run both. One process: collecting twice costs what a second
+# one saves. A test of the tier that starts a process or asks for Redis fails, saying so.
 test-unit: install
-	$(BIN)/pytest -m "unit and not timing" $(PYTEST_ARGS)
+	$(BIN)/pytest -m "unit and not timing and not hypothesis" $(PYTEST_ARGS)
 
 lint: install
 	$(BIN)/ruff check .
