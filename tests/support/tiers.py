@@ -19,17 +19,19 @@ and class of ``tests/`` they name (followed transitively: a test's helper that r
 tables name already) are read for the names in :data:`NAME_MARKERS`. Markers written by
 hand stay.
 
-The guard: in a run where every selected test is ``unit`` (``make test-unit``, or ``pytest
--m unit ...``), a test that starts a process (``subprocess``, ``fork``, ``posix_spawn``,
-``system``: seen by an audit hook), asks for Redis or has the emulator running fails,
-naming what it did: what the names above could not see (a dynamic call, a library that
-spawns) is caught there, and a name added here marks it.
+The guard: in a run that selects the unit tier (``-m`` names ``unit``: ``make test-unit``,
+``pytest -m unit tests/flush``) and nothing else, a test that starts a process
+(``subprocess``, ``fork``, ``posix_spawn``, ``system``: seen by an audit hook), asks for
+Redis or has the emulator running fails, naming what it did: what the names above could
+not see (a dynamic call, a library that spawns) is caught there, and a name added here
+marks it.
 """
 
 from __future__ import annotations
 
 import inspect
 import os
+import re
 import sys
 import threading
 import types
@@ -220,7 +222,8 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
 def pytest_collection_finish(session: pytest.Session) -> None:
     if session.config.option.collectonly or not session.items:
         return
-    if all(item.get_closest_marker("unit") for item in session.items):
+    chosen = re.search(r"\bunit\b", session.config.option.markexpr or "")
+    if chosen and all(item.get_closest_marker("unit") for item in session.items):
         if not _Guard.active:
             sys.addaudithook(_audit)  # for the life of the process: only in unit runs
         _Guard.active = True
