@@ -158,9 +158,11 @@ def test_an_account_with_ten_sheets_gets_the_share_of_an_account_with_one(
     world: World, worker_processes: Callable[..., object]
 ) -> None:
     # The accounts' own limits are out of the way: only the project's window is shared.
-    # This test runs beside others: a wider margin keeps a slow request inside it.
+    # This test runs beside others (3 pytest processes on 2 cores): the margin is what
+    # covers a request that reaches Google late after its slot, so it is the production
+    # default here (0.5 s; 0.2 s let two late arrivals of a CI run into the next window).
     workers = worker_processes(
-        **{**SETTINGS, "rate_limit_per_account": PER_PROJECT, "rate_margin_s": 0.2}
+        **{**SETTINGS, "rate_limit_per_account": PER_PROJECT, "rate_margin_s": 0.5}
     )
     big = world.form("big", plan=Plan.FREE)
     for n in range(10):
