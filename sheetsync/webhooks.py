@@ -13,7 +13,8 @@ and one deadline covers every phase:
   background, and at most :data:`MAX_LOOKUPS` run at once);
 - each address is connected to with what is left of the deadline;
 - a timer shuts the connected socket down when the deadline passes, whatever the call is
-  blocked in: a proxy's CONNECT, the TLS handshake, sending, reading the answer.
+  blocked in: a proxy's CONNECT, the TLS handshake, sending, reading the answer
+  (:class:`sheetsync.deadlines.SocketDeadline`, shared with the Sheets transport).
 
 A 3xx is a refusal. The answer's status decides; of its body at most :data:`BODY_CAP`
 bytes are read (within the deadline), the rest is left unread, so a server that sends an
@@ -39,6 +40,7 @@ from concurrent.futures import Future
 from typing import Any
 from urllib.parse import urlsplit
 
+from sheetsync.deadlines import SocketDeadline
 from sheetsync.errors import SheetSyncError
 
 #: The most of an answer's body read. The status is the answer; the body is read only so
@@ -116,31 +118,23 @@ def post_json(
 
 
 class _Call:
-    """One call's deadline, and the sockets its timer shuts down when it passes."""
+    """One call's deadline, and the name lookup and connect it covers."""
 
     def __init__(self, deadline_s: float, resolver: Resolver) -> None:
         self.deadline_s = deadline_s
         self.ends = time.monotonic() + deadline_s
         self.resolver = resolver
-        self._lock = threading.Lock()
-        self._expired = False
-        self._finished = False
-        # Duplicates of the call's sockets: a TLS handshake detaches the socket object
-        # http.client holds from its descriptor, but a duplicate still reaches it.
-        self._handles: list[socket.socket] = []
-        self._timer = threading.Timer(deadline_s, self._cut)
-        self._timer.daemon = True
-        self._timer.start()
+        self._deadline = SocketDeadline(deadline_s, "the webhook's deadline passed")
 
     def remaining_s(self) -> float:
         """What is left of the deadline; TimeoutError when nothing is."""
         left = self.ends - time.monotonic()
-        if left <= 0 or self._expired:
+        if left <= 0 or self._deadline.expired:
             raise TimeoutError("the webhook's deadline passed")
         return left
 
     def over(self) -> bool:
-        return self._expired or time.monotonic() >= self.ends
+        return self._deadline.expired or time.monotonic() >= self.ends
 
     def open(self, address: tuple[str, int], *_: object) -> socket.socket:
         """``socket.create_connection`` for http.client, within the deadline: the name
@@ -151,7 +145,7 @@ class _Call:
         for family, kind, proto, _name, sockaddr in _lookup(self, host, port):
             sock = socket.socket(family, kind, proto)
             try:
-                self._watch(sock)
+                self._deadline.watch(sock)
                 sock.settimeout(self.remaining_s())
                 sock.connect(sockaddr)
                 sock.settimeout(self.remaining_s())
@@ -164,28 +158,8 @@ class _Call:
             return sock
         raise error
 
-    def _watch(self, sock: socket.socket) -> None:
-        with self._lock:
-            if self._expired:
-                raise TimeoutError("the webhook's deadline passed")
-            self._handles.append(sock.dup())
-
-    def _cut(self) -> None:
-        """The deadline passed: end the call now, in whatever it is blocked."""
-        with self._lock:
-            if self._finished:
-                return
-            self._expired = True
-            for handle in self._handles:
-                with contextlib.suppress(OSError):  # not connected yet, or already closed
-                    handle.shutdown(socket.SHUT_RDWR)
-
     def finish(self) -> None:
-        self._timer.cancel()
-        with self._lock:
-            self._finished = True
-            for handle in self._handles:
-                handle.close()
+        self._deadline.finish()
 
 
 def _lookup(call: _Call, host: str, port: int) -> Sequence[Address]:

@@ -12,16 +12,14 @@ outlive. urllib3's timeout bounds each socket operation, not the call: a server 
 drips its answer a byte at a time holds the caller as long as it likes. So, as
 :mod:`sheetsync.webhooks` does for its POSTs, one deadline covers the whole request:
 the connect is given what is left of it, and a timer shuts the request's socket down
-(through a duplicate of its descriptor, which also reaches a socket TLS wrapped) when
-the deadline passes, whatever the request is blocked in: the TLS handshake, sending, or
-reading the answer. A request cut so raises :class:`TimeoutError` (a write's is
-ambiguous: it may have landed). The name lookup stays bounded by the system resolver
-only, as before.
+when the deadline passes (:class:`sheetsync.deadlines.SocketDeadline`), whatever the
+request is blocked in: the TLS handshake, sending, or reading the answer. A request cut
+so raises :class:`TimeoutError` (a write's is ambiguous: it may have landed). The name
+lookup stays bounded by the system resolver only, as before.
 """
 
 from __future__ import annotations
 
-import contextlib
 import socket
 import threading
 import time
@@ -32,57 +30,17 @@ import urllib3
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
+from sheetsync.deadlines import SocketDeadline
 from sheetsync.errors import TransientError
 
 #: Connections kept per host.
 DEFAULT_POOL_SIZE = 4
 
 
-class _Call:
-    """One request's deadline, and the sockets its timer shuts down when it passes."""
-
-    def __init__(self, left_s: float) -> None:
-        self._lock = threading.Lock()
-        self._expired = False
-        self._finished = False
-        self._handles: list[socket.socket] = []
-        self._timer = threading.Timer(left_s, self._cut)
-        self._timer.daemon = True
-        self._timer.start()
-
-    def watch(self, sock: socket.socket) -> None:
-        """Shut ``sock`` down if the deadline passes before the request ends."""
-        with self._lock:
-            if self._expired:
-                raise TimeoutError("the request's deadline passed")
-            with contextlib.suppress(OSError):  # already closed: nothing to cut
-                self._handles.append(socket.fromfd(sock.fileno(), sock.family, sock.type))
-
-    def _cut(self) -> None:
-        """The deadline passed: end the request now, in whatever it is blocked."""
-        with self._lock:
-            if self._finished:
-                return
-            self._expired = True
-            for handle in self._handles:
-                with contextlib.suppress(OSError):  # not connected, or already closed
-                    handle.shutdown(socket.SHUT_RDWR)
-
-    def finish(self) -> bool:
-        """End the call; returns whether the deadline cut it first."""
-        self._timer.cancel()
-        with self._lock:
-            self._finished = True
-            for handle in self._handles:
-                handle.close()
-            self._handles.clear()
-            return self._expired
-
-
 class _Calls(threading.local):
     """The request this thread is sending, if it has a deadline."""
 
-    current: _Call | None = None
+    current: SocketDeadline | None = None
 
 
 _calls = _Calls()
@@ -113,19 +71,8 @@ class _WatchedHTTPConnection(HTTPConnection):
         super().request(method, url, *args, **kwargs)
 
 
-class _WatchedHTTPSConnection(HTTPSConnection):
-    def _new_conn(self) -> socket.socket:
-        sock = super()._new_conn()
-        try:
-            _watch(sock)
-        except TimeoutError:
-            sock.close()
-            raise
-        return sock
-
-    def request(self, method: str, url: str, *args: Any, **kwargs: Any) -> None:
-        _watch(self.sock)
-        super().request(method, url, *args, **kwargs)
+class _WatchedHTTPSConnection(_WatchedHTTPConnection, HTTPSConnection):
+    """The same, over TLS (the handshake is cut too: the socket is watched before it)."""
 
 
 class _HTTPPool(HTTPConnectionPool):
@@ -169,7 +116,7 @@ class SingleShotHttp:
         if left <= 0:
             # Never sent: a request that could outlive the run's lease is not started.
             raise TransientError("no time left in the lease for this request", ambiguous=False)
-        call = _calls.current = _Call(left)
+        call = _calls.current = SocketDeadline(left, "the Sheets request's deadline passed")
         try:
             try:
                 answer = self._send(uri, method, body, headers, min(self.timeout, left))
