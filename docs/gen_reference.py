@@ -1,8 +1,8 @@
 """The reference pages, written from the code at every build (mkdocs-gen-files runs this
 script; ``make docs``), so they never drift from it:
 
-- ``reference/settings.md`` from :class:`sheetsync.settings.Settings` (each field's
-  default, type and docstring) and :data:`sheetsync.setting_readers.READERS`;
+- ``reference/settings.md`` from :class:`sheetsync.settings.Settings`: each field's
+  default, type, docstring and the processes its ``Setting`` names;
 - ``reference/cli.md`` from the Typer app: every command's own ``--help``;
 - ``reference/metrics.md`` from :data:`sheetsync.metrics.names.DEFINITIONS`.
 
@@ -25,8 +25,7 @@ from typer.main import get_command
 
 from sheetsync.cli import app
 from sheetsync.metrics.names import DEFINITIONS, HISTOGRAM_BUCKETS, Definition
-from sheetsync.setting_readers import READERS
-from sheetsync.settings import ENV_PREFIX, Settings
+from sheetsync.settings import ENV_PREFIX, Settings, setting_of
 
 #: The width of the CLI's help text, as a terminal of this width would show it.
 HELP_WIDTH = 80
@@ -94,16 +93,17 @@ def default_text(field: FieldInfo) -> str:
     return f"`{value}`"
 
 
-def readers_text(name: str) -> str:
+def readers_text(field: FieldInfo) -> str:
     return "; ".join(
-        f"{process} ({note})" if note else str(process) for process, note in READERS[name].items()
+        f"{process} ({note})" if note else str(process)
+        for process, note in setting_of(field).readers.items()
     )
 
 
 def settings_page() -> str:
     fields = Settings.model_fields
     lines = [
-        GENERATED.format(source="sheetsync/settings.py and sheetsync/setting_readers.py"),
+        GENERATED.format(source="sheetsync/settings/fields.py"),
         "# Settings",
         "",
         "Environment variables, prefix `SHEETSYNC_`, read into one frozen object,",
@@ -116,7 +116,7 @@ def settings_page() -> str:
     ]
     lines += [
         f"| [`{variable(name)}`](#{variable(name).lower()}) | {default_text(field)} "
-        f"| {', '.join(READERS[name])} |"
+        f"| {', '.join(setting_of(field).readers)} |"
         for name, field in fields.items()
     ]
     for name, field in fields.items():
@@ -128,7 +128,7 @@ def settings_page() -> str:
             "",
             f"- **default**: {default_text(field)}",
             f"- **type**: {type_name(field)}",
-            f"- **takes effect in**: {readers_text(name)}",
+            f"- **takes effect in**: {readers_text(field)}",
         ]
     return "\n".join(lines) + "\n"
 
@@ -238,7 +238,7 @@ def metrics_page() -> str:
 
 
 PAGES: dict[str, tuple[Callable[[], str], str]] = {
-    "reference/settings.md": (settings_page, "sheetsync/settings.py"),
+    "reference/settings.md": (settings_page, "sheetsync/settings/fields.py"),
     "reference/cli.md": (cli_page, "sheetsync/cli/__init__.py"),
     "reference/metrics.md": (metrics_page, "sheetsync/metrics/names.py"),
 }

@@ -27,8 +27,8 @@ from sheetsync.dispatch import queue_for_plan
 from sheetsync.errors import SheetSyncError
 from sheetsync.keys import BufferKey
 from sheetsync.models import SpreadSheet, Submission, User
-from sheetsync.setting_checks import import_callable
 from sheetsync.settings import get_settings
+from sheetsync.settings.checks import import_callable
 
 #: Reasons recorded on the FAILED ids of a buffer whose link is gone or refused.
 FORM_DELETED = "form deleted"

@@ -61,8 +61,8 @@ from sheetsync.dispatch import get_dispatcher
 from sheetsync.errors import SheetSyncError, ValidationError
 from sheetsync.keys import BufferKey, check_id, owner_notified_key
 from sheetsync.models import SpreadSheet
-from sheetsync.setting_checks import import_callable
 from sheetsync.settings import Settings, get_settings
+from sheetsync.settings.checks import import_callable
 from sheetsync.text import clip
 from sheetsync.webhooks import WebhookError, post_json
 

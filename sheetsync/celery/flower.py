@@ -39,7 +39,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from sheetsync import extras
-from sheetsync.setting_checks import credential_problem, tls_files_problem
+from sheetsync.settings.checks import credential_problem, tls_files_problem
 from sheetsync.text import mask_url
 
 if TYPE_CHECKING:

@@ -90,7 +90,7 @@ def web(
     """
     extras.require("web", "sheetsync web")
     from sheetsync.cli.runtime import load_settings
-    from sheetsync.setting_checks import tls_files_problem
+    from sheetsync.settings.checks import tls_files_problem
     from sheetsync.startup import check_process
     from sheetsync.web.auth import is_loopback
 

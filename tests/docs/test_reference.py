@@ -17,8 +17,7 @@ from typer.main import get_command
 
 from sheetsync.cli import app
 from sheetsync.metrics import names
-from sheetsync.setting_readers import READERS, Process
-from sheetsync.settings import Settings
+from sheetsync.settings import Settings, setting_of
 
 
 @pytest.fixture(scope="module")
@@ -32,13 +31,6 @@ def pages() -> dict[str, str]:
 def flat(text: str) -> str:
     """Markdown and docstring text with the line breaks and code quotes taken out."""
     return " ".join(text.replace("`", "").replace("**", "").split())
-
-
-def test_every_setting_has_its_readers_and_no_other_name_does() -> None:
-    assert set(READERS) == set(Settings.model_fields)
-    for name, readers in READERS.items():
-        assert readers, name
-        assert all(isinstance(process, Process) for process in readers), name
 
 
 def test_the_settings_page_covers_every_setting(pages: dict[str, str]) -> None:
@@ -57,7 +49,7 @@ def test_the_settings_page_covers_every_setting(pages: dict[str, str]) -> None:
         elif isinstance(default, float) and default.is_integer():
             shown = str(int(default))
         assert f"default: {shown}" in entry, variable
-        for process, note in READERS[name].items():
+        for process, note in setting_of(field).readers.items():
             assert str(process) in entry and note in entry, (variable, process)
 
 

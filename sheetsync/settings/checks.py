@@ -1,6 +1,7 @@
-"""What a setting's value must look like, for the checks of :mod:`sheetsync.settings`:
-each ``*_problem`` function returns why a value is refused (a phrase for the one-line
-error), or None. :func:`import_callable` loads a setting that names a function.
+"""What a setting's value must look like: each ``*_problem`` function returns why a
+value is refused (a phrase for the one-line error), or None. A field names its own in its
+:class:`sheetsync.settings.meta.Setting`; the console's and Flower's start-up use the
+others. :func:`import_callable` loads a setting that names a function.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ DOTTED_PATH = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 MIN_CREDENTIAL_CHARS = 32
 #: Hosts a plain-http webhook may use.
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+#: The databases sheetsync runs on, by URL scheme.
+DATABASE_SCHEMES = ("sqlite", "postgresql", "postgres", "postgresql+psycopg")
 
 
 def pii_key_problem(text: str) -> str | None:
@@ -38,6 +41,28 @@ def pii_key_problem(text: str) -> str | None:
         return f"must decode to {PII_KEY_BYTES} bytes, not {len(raw)}"
     if len(set(raw)) < MIN_DISTINCT_KEY_BYTES:
         return "is too weak (almost every byte the same): generate one with sheetsync keys generate"
+    return None
+
+
+def split_commas(value: object) -> object:
+    """A comma-separated setting's text as a tuple of its items (blank text: none); an
+    empty item (a stray comma) is refused."""
+    if isinstance(value, str):
+        if not value.strip():
+            return ()
+        parts = [part.strip() for part in value.split(",")]
+        if not all(parts):
+            raise ValueError("holds an empty key (a stray comma?)")
+        return tuple(parts)
+    return value
+
+
+def pii_keys_problem(keys: tuple[str, ...]) -> str | None:
+    """Why a list of PII keys is refused: the first key that is not one, by position."""
+    for position, key in enumerate(keys, start=1):
+        problem = pii_key_problem(key)
+        if problem:
+            return f"key #{position} {problem}"
     return None
 
 
@@ -104,6 +129,46 @@ def hook_problem(text: str) -> str | None:
     if DOTTED_PATH.fullmatch(text):
         return None
     return f"must be an https:// URL or a dotted path package.module:function, not {text[:60]!r}"
+
+
+def timezone_problem(name: str) -> str | None:
+    """Why ``name`` is not an IANA time zone."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        return f"unknown time zone {name!r}"
+    return None
+
+
+def database_url_problem(url: str) -> str | None:
+    """Why sheetsync cannot run on the database at ``url``."""
+    scheme, separator, _ = url.partition("://")
+    if separator and scheme.lower() in DATABASE_SCHEMES:
+        return None
+    shown = scheme.lower() if separator else "a URL without a scheme"
+    return (
+        f"sheetsync runs on SQLite (sqlite:///path) or PostgreSQL "
+        f"(postgresql://user@host/db), not {shown}"
+    )
+
+
+def redis_url_problem(url: str) -> str | None:
+    """Why ``url`` is not a Redis URL sheetsync can connect to (plain, TLS, Sentinel)."""
+    from sheetsync import redis_urls
+
+    scheme = url.partition("://")[0].lower()
+    if scheme not in (*redis_urls.SENTINEL_SCHEMES, *redis_urls.PLAIN_SCHEMES):
+        return "must be a redis:// or rediss:// (or redis+sentinel://) URL"
+    try:
+        if scheme in redis_urls.SENTINEL_SCHEMES:
+            redis_urls.parse_sentinel(url)
+        else:
+            redis_urls.split_tls(url)
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
 def import_callable(dotted: str, variable: str) -> Callable[..., object]:
