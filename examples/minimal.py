@@ -273,7 +273,7 @@ def forget_own_keys(buffer: BufferKey, google_account_id: str) -> None:
             for index in (BUFFER_INDEX, DUE_INDEX):
                 client.zrem(index, buffer.base)
             for kind in RATE_KINDS:  # the account's turn at the project's quota
-                client.hdel(rate_queue_keys(kind).shares, google_account_id)
+                client.zrem(rate_queue_keys(kind).debts, google_account_id)
     except redis.RedisError:
         pass  # Redis is down: what is there stays (why_not_in_the_sheet said so)
 

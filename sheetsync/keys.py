@@ -32,9 +32,9 @@ RATE_KINDS: tuple[RateKind, ...] = ("read", "write")
 #: (``sheetsync:rate:<kind>:account:<id>``) and one for the project.
 RATE_READ_PROJECT = f"{PREFIX}:rate:read:project"
 RATE_WRITE_PROJECT = f"{PREFIX}:rate:write:project"
-#: ZSET beside each window: the buffers waiting for a slot, scored by their turn.
-#: The project's queue of buffers waiting for a slot, per kind: its parts' key names.
-RATE_QUEUE_PARTS = ("queue", "served_tags", "parked", "parked_tags", "expected", "shares")
+#: The project's queue of buffers waiting for a slot, per kind: its parts' key names
+#: (sheets/lua/rate_turn.lua says what each holds; the pace is rate_take.lua's).
+RATE_QUEUE_PARTS = ("queue", "turns", "parked", "expected", "debts", "clock", "pace")
 #: STRING per alert topic, set while a repeat of that alert is held back.
 ALERTED = f"{PREFIX}:alerted:"
 #: STRING per (owner, notification topic), set while a repeat is held back.
@@ -140,7 +140,7 @@ def rate_account_key(google_account_id: str, kind: RateKind) -> str:
 
 
 def rate_account_waiting_key(google_account_id: str, kind: RateKind) -> str:
-    """The account's buffers waiting at the queue of ``kind``, in turn order."""
+    """The account's waiting turns at the queue of ``kind``, in turn order (its line)."""
     return f"{rate_account_key(google_account_id, kind)}:waiting"
 
 
@@ -149,14 +149,15 @@ def rate_project_key(kind: RateKind) -> str:
 
 
 class RateQueueKeys(NamedTuple):
-    """The keys of one kind's queue at the project's window (sheets/lua/rate_take.lua)."""
+    """The keys of one kind's queue at the project's window (sheets/lua/rate_turn.lua)."""
 
     queue: str
-    served_tags: str
+    turns: str
     parked: str
-    parked_tags: str
     expected: str
-    shares: str
+    debts: str
+    clock: str
+    pace: str
 
 
 def rate_queue_keys(kind: RateKind) -> RateQueueKeys:

@@ -268,13 +268,12 @@ class FlushRun:
         header_pending = not self._header_checked and not (
             self.services.store.sheet_cache(self.key).header_ok
         )
-        sheet.acquire.begin_sequence(writes=2 if header_pending else 1)
         wait = self.services.limiter.reserve(
             sheet.google_account,
             self.key.base,
             weight=sheet.acquire.weight,
             lead_s=DEFAULT_SLOT_LEAD_S,
-            slots=sheet.acquire.writes_left,
+            cost=2 if header_pending else 1,
         )
         if wait > DEFAULT_SLOT_LEAD_S:
             # The buffer keeps its place in the queue: wake up a little before its turn,

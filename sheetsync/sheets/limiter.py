@@ -3,16 +3,19 @@ are short (docs/ARCHITECTURE.md, "Limits" and "Sharing the quota").
 
 Google counts reads and writes apart, and so do we: every request is a read or a write,
 and two windows of its kind guard it, the Google account's (60 per 60 s) and the
-project's (300 per 60 s), so a header read never takes an append's slot. Both windows
-are taken in one Lua script (``lua/rate_take.lua``): the `limits` library's moving
-window takes one limit per call, so a refusal by the second limit would waste the slot
-already taken from the first, and it has no queue.
+project's (300 per 60 s), so a header read never takes an append's slot.
 
-When slots are short, waiting buffers queue at the project's window, fairly per Google
-account and weighted by the owner's plan (``SHEETSYNC_RATE_PRIORITY_WEIGHT`` turns per
-FREE owner's one); a run that has started its sequence (read, header, append) keeps its
-turn. A waiter is told when its turn is expected and wakes for it (the flush task is
-rescheduled: it never holds a worker process while it waits).
+Mechanism and policy are apart. ``lua/rate_take.lua`` takes a slot in both windows at
+once, or neither, and keeps the pace: it alone guarantees the limits (the `limits`
+library's moving window takes one limit per call, so a refusal by the second would waste
+the slot taken from the first). The queue's order is policy: ``lua/rate_turn.lua`` gives
+each waiting buffer a turn of the slots its batch needs (its cost), fairly per Google
+account and weighted by the owner's plan (``SHEETSYNC_RATE_PRIORITY_WEIGHT``), and says
+whether its request may go now; ``lua/rate_served.lua`` counts a slot of the turn used,
+``lua/rate_leave.lua`` gives back the slots of a turn never used.
+:mod:`sheetsync.sheets.quota_model` is the policy in Python, the reference the property
+tests hold the scripts to. A waiter is told when its turn is expected and wakes for it
+(the flush task is rescheduled: it never holds a worker process while it waits).
 
 Google counts a request when it arrives; we count it when the slot is taken, a little
 earlier. ``SHEETSYNC_RATE_MARGIN_S`` widens our window by more than that delay varies,
@@ -21,11 +24,10 @@ so two requests that we spaced one window apart never land inside one of Google'
 
 from __future__ import annotations
 
-import enum
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any, ClassVar, NamedTuple
+from typing import cast
 
 import redis
 
@@ -38,11 +40,18 @@ from sheetsync.keys import (
     rate_project_key,
     rate_queue_keys,
 )
-from sheetsync.lua.contract import Arg, Flag, Key, Script, Scripts
+from sheetsync.lua.contract import Scripts
 from sheetsync.settings import Settings
+from sheetsync.sheets.quota_scripts import (
+    Mode,
+    RateLeave,
+    RateServed,
+    RateTake,
+    RateTurn,
+    Slot,
+    Turn,
+)
 
-#: A waiter this long past the time it was expected has gone away (loses its place).
-DEFAULT_WAITER_GRACE_MS = 1000
 #: The waiter of a request no buffer waits for (it stands behind every waiting buffer).
 NO_WAITER = ""
 #: A request whose turn is near asks again no sooner than this.
@@ -51,77 +60,17 @@ MIN_ASK_AGAIN_S = 0.005
 FREE_WEIGHT = 1.0
 
 
-class Mode(enum.StrEnum):
-    #: Get a place in the queue (and when the turn is expected), take nothing.
-    RESERVE = "reserve"
-    #: The request goes now, or within the lead.
-    TAKE = "take"
+@dataclass(frozen=True, slots=True)
+class QueueTuning:
+    """How long a waiter's place holds (ms), and how much the queue remembers."""
 
-
-class RateAnswer(NamedTuple):
-    #: The request has its slot (send after ``wait_ms``); else its turn is ``wait_ms``
-    #: away, and it may ask to take it in ``ask_again_ms``.
-    taken: bool
-    wait_ms: int
-    ask_again_ms: int
-
-
-@dataclass(slots=True, kw_only=True)
-class RateTake(Script[RateAnswer]):
-    """One request slot in the account's and the project's windows (of one kind of
-    request) at once, in the turn the queue gives it."""
-
-    SCRIPT: ClassVar[str] = "rate_take"
-    account_window: Key
-    project_window: Key
-    queue: Key
-    served_tags: Key
-    parked: Key
-    parked_tags: Key
-    expected: Key
-    shares: Key
-    account_waiting: Key
-    window_ms: Arg[int]
-    account_limit: Arg[int]
-    project_limit: Arg[int]
-    account: Arg[str]
-    weight: Arg[float]
-    #: A unique member for this request.
-    member: Arg[str]
-    #: The waiting buffer, or :data:`NO_WAITER`.
-    waiter: Arg[str]
-    mode: Arg[Mode]
-    is_continuing: Flag
-    lead_ms: Arg[int]
-    grace_ms: Arg[int]
-    #: Slots of this kind the waiter's turn still needs (2: a first write's header and
-    #: append), so those behind it are told when their turns really come.
-    slots: Arg[int]
-
-    def decode(self, reply: Any) -> RateAnswer:
-        taken, wait_ms, ask_again_ms = reply
-        return RateAnswer(bool(int(taken)), int(wait_ms), int(ask_again_ms))
-
-
-@dataclass(slots=True, kw_only=True)
-class RateLeave(Script[None]):
-    """A buffer's run ended without waiting for a slot: it leaves both queues."""
-
-    SCRIPT: ClassVar[str] = "rate_leave"
-    read_queue: Key
-    read_served_tags: Key
-    read_parked: Key
-    read_parked_tags: Key
-    read_expected: Key
-    write_queue: Key
-    write_served_tags: Key
-    write_parked: Key
-    write_parked_tags: Key
-    write_expected: Key
-    waiter: Arg[str]
-
-    def decode(self, reply: Any) -> None:
-        return None
+    #: A waiter this long past the time it was expected has gone away (loses its turn).
+    grace_ms: int = 1000
+    #: A waiter this long past its time holds no slot: the next one present takes it.
+    late_ms: int = 20
+    #: Accounts whose last turn ends past the clock, remembered at most (the smallest
+    #: debts go first past it): what bounds the queue under any traffic.
+    max_debts: int = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,9 +96,16 @@ class RateLimiter:
     """Per-account and per-project windows, for reads and for writes, and their queues,
     in Redis, shared by every worker."""
 
-    def __init__(self, client: redis.Redis, settings: Settings, scripts: Scripts | None = None):
+    def __init__(
+        self,
+        client: redis.Redis,
+        settings: Settings,
+        scripts: Scripts | None = None,
+        tuning: QueueTuning = QueueTuning(),
+    ):
         self.redis = client
         self.settings = settings
+        self.tuning = tuning
         self._scripts = scripts or Scripts(client)
         self.window_ms = int((settings.rate_window_s + settings.rate_margin_s) * 1000)
 
@@ -161,28 +117,29 @@ class RateLimiter:
         max_wait_s: float = 0.0,
         waiter: str = NO_WAITER,
         weight: float = FREE_WEIGHT,
-        continuing: bool = False,
-        slots: int = 1,
     ) -> None:
-        """Take one slot in both windows of ``kind`` for a request about to be sent,
-        waiting up to ``max_wait_s`` for it; else raise :class:`RateLimited` with the time
-        to come back, ``max_wait_s`` before the turn (the ``waiter``, a buffer, keeps its
-        place in the queue, and is there when its turn comes)."""
+        """Take one slot in both windows of ``kind`` for a request about to be sent, in
+        the waiter's turn (a new turn of one slot if it has none), waiting up to
+        ``max_wait_s`` for it; else raise :class:`RateLimited` with the time to come
+        back, ``max_wait_s`` before the turn (the ``waiter``, a buffer, keeps its place
+        in the queue, and is there when its turn comes)."""
         while True:
-            answer = self._call(
-                google_account_id, kind, waiter, Mode.TAKE, max_wait_s, weight, continuing, slots
-            )
-            wait_s = answer.wait_ms / 1000
-            if answer.taken:
-                if wait_s > 0:
-                    time.sleep(wait_s)
-                return
+            turn = self.turn(google_account_id, kind, waiter, Mode.TAKE, max_wait_s, weight, 1)
+            if turn.go:
+                slot = self.take_at(google_account_id, kind, waiter, turn.at_ms)
+                if slot.taken:
+                    if slot.wait_ms > 0:
+                        time.sleep(slot.wait_ms / 1000)
+                    return
+                time.sleep(MIN_ASK_AGAIN_S)  # another request took it first
+                continue
+            wait_s = turn.wait_ms / 1000
             if wait_s > max_wait_s:
                 raise RateLimited(
                     f"{kind} rate limit reached for account {google_account_id}",
                     retry_after_s=wait_s - max_wait_s,
                 )
-            time.sleep(max(answer.ask_again_ms / 1000, MIN_ASK_AGAIN_S))
+            time.sleep(max(turn.ask_again_ms / 1000, MIN_ASK_AGAIN_S))
 
     def reserve(
         self,
@@ -191,40 +148,42 @@ class RateLimiter:
         *,
         weight: float = FREE_WEIGHT,
         lead_s: float = 0.0,
-        slots: int = 1,
+        cost: int = 1,
     ) -> float:
-        """Seconds until ``waiter`` (a buffer) may send its next write (an append); 0 when
-        it may go now. Takes nothing; the waiter keeps its place in the queue, as a turn of
-        ``slots`` writes (2 when a header goes before the append).
+        """Seconds until ``waiter`` (a buffer) may send its next batch's writes; 0 when
+        it may go now. Takes nothing: the waiter keeps its place in the queue, with a turn
+        of ``cost`` writes (2 when a header goes before the append). A turn the waiter
+        has begun to use ends here (the next batch's is a new one).
 
         A flush asks before it builds a batch, so a rate-limited run reschedules to its
         turn without hydrating, decrypting and building rows it cannot send yet.
         """
-        answer = self._call(
-            google_account_id, "write", waiter, Mode.RESERVE, lead_s, weight, slots=slots
-        )
-        return max(answer.wait_ms, 0) / 1000 if not answer.taken else 0.0
+        turn = self.turn(google_account_id, "write", waiter, Mode.RESERVE, lead_s, weight, cost)
+        return turn.wait_ms / 1000
 
     def leave(self, waiter: str) -> None:
-        """``waiter``'s run ended without waiting for a slot: it keeps no place."""
+        """``waiter``'s run ended without waiting for a slot: it keeps no place, and what
+        its turns did not use is given back to its account."""
         read, write = rate_queue_keys("read"), rate_queue_keys("write")
         self._scripts.run(
             RateLeave(
                 read_queue=read.queue,
-                read_served_tags=read.served_tags,
+                read_turns=read.turns,
                 read_parked=read.parked,
-                read_parked_tags=read.parked_tags,
                 read_expected=read.expected,
+                read_debts=read.debts,
+                read_clock=read.clock,
                 write_queue=write.queue,
-                write_served_tags=write.served_tags,
+                write_turns=write.turns,
                 write_parked=write.parked,
-                write_parked_tags=write.parked_tags,
                 write_expected=write.expected,
+                write_debts=write.debts,
+                write_clock=write.clock,
                 waiter=waiter,
             )
         )
 
-    def _call(
+    def turn(
         self,
         google_account_id: str,
         kind: RateKind,
@@ -232,35 +191,70 @@ class RateLimiter:
         mode: Mode,
         lead_s: float,
         weight: float,
-        continuing: bool = False,
-        slots: int = 1,
-    ) -> RateAnswer:
+        cost: int,
+    ) -> Turn:
+        """The waiter's turn (a new one of ``cost`` slots if it has none) and whether its
+        request may go now: then :meth:`take_at` takes the slot. Takes nothing."""
         queue = rate_queue_keys(kind)
         return self._scripts.run(
-            RateTake(
+            RateTurn(
                 account_window=rate_account_key(google_account_id, kind),
                 project_window=rate_project_key(kind),
+                pace=queue.pace,
                 queue=queue.queue,
-                served_tags=queue.served_tags,
+                turns=queue.turns,
                 parked=queue.parked,
-                parked_tags=queue.parked_tags,
                 expected=queue.expected,
-                shares=queue.shares,
-                account_waiting=rate_account_waiting_key(google_account_id, kind),
+                debts=queue.debts,
+                clock=queue.clock,
+                line=rate_account_waiting_key(google_account_id, kind),
                 window_ms=self.window_ms,
                 account_limit=self.settings.rate_limit(kind, "account"),
                 project_limit=self.settings.rate_limit(kind, "project"),
                 account=google_account_id,
                 weight=weight,
-                member=uuid.uuid4().hex,
                 waiter=waiter,
                 mode=mode,
-                is_continuing=continuing and waiter != NO_WAITER,
+                cost=cost if waiter != NO_WAITER else 1,
                 lead_ms=int(lead_s * 1000),
-                grace_ms=DEFAULT_WAITER_GRACE_MS,
-                slots=slots if waiter != NO_WAITER else 1,
+                grace_ms=self.tuning.grace_ms,
+                late_ms=self.tuning.late_ms,
             )
         )
+
+    def take_at(self, google_account_id: str, kind: RateKind, waiter: str, at_ms: int) -> Slot:
+        """The slot at ``at_ms``, and, if taken, one slot of the waiter's turn used (one
+        round trip: rate_served.lua finds whether the take took it)."""
+        queue, member = rate_queue_keys(kind), uuid.uuid4().hex
+        account_window = rate_account_key(google_account_id, kind)
+        replies = self._scripts.run_many(
+            [
+                RateTake(
+                    account_window=account_window,
+                    project_window=rate_project_key(kind),
+                    pace=queue.pace,
+                    window_ms=self.window_ms,
+                    account_limit=self.settings.rate_limit(kind, "account"),
+                    project_limit=self.settings.rate_limit(kind, "project"),
+                    member=member,
+                    at=at_ms,
+                ),
+                RateServed(
+                    queue=queue.queue,
+                    turns=queue.turns,
+                    parked=queue.parked,
+                    expected=queue.expected,
+                    debts=queue.debts,
+                    clock=queue.clock,
+                    line=rate_account_waiting_key(google_account_id, kind),
+                    account_window=account_window,
+                    waiter=waiter,
+                    member=member,
+                    max_debts=self.tuning.max_debts,
+                ),
+            ]
+        )
+        return cast(Slot, replies[0])
 
     def acquirer(
         self,
@@ -325,12 +319,8 @@ def _text(value: bytes | str) -> str:
 
 
 class Acquire:
-    """The ``acquire`` hook that :class:`SheetsClient` calls per request, with its kind.
-
-    It knows the run's sequence: after the first request of a batch (the header's read,
-    say), the rest (the header, the append) continue it and keep its turn at the head of
-    the line. :meth:`begin_sequence` starts the next batch's, with the writes it needs.
-    """
+    """The ``acquire`` hook that :class:`SheetsClient` calls per request, with its kind:
+    each request takes its slot in its buffer's turn (the turn knows what is left of it)."""
 
     def __init__(
         self,
@@ -345,16 +335,6 @@ class Acquire:
         self._max_wait_s = max_wait_s
         self._waiter = waiter
         self.weight = weight
-        self._continuing = False
-        self._writes_left = 1
-
-    def begin_sequence(self, writes: int = 1) -> None:
-        self._continuing = False
-        self._writes_left = writes
-
-    @property
-    def writes_left(self) -> int:
-        return self._writes_left
 
     def __call__(self, kind: RateKind) -> None:
         self._limiter.take(
@@ -363,9 +343,4 @@ class Acquire:
             max_wait_s=self._max_wait_s,
             waiter=self._waiter,
             weight=self.weight,
-            continuing=self._continuing,
-            slots=self._writes_left if kind == "write" else 1,
         )
-        self._continuing = True
-        if kind == "write":
-            self._writes_left = max(self._writes_left - 1, 1)

@@ -1,4 +1,4 @@
-"""The queue at the project's window (rate_take.lua) against real Redis: who goes first
+"""The queue at the project's window (rate_turn.lua) against real Redis: who goes first
 when slots are short. Places are read with ``RateLimiter.places``, the view ``sheetsync
 status`` shows; the windows are full for the test's length, so nobody takes a slot."""
 
@@ -169,19 +169,19 @@ def test_a_waiter_past_its_time_holds_no_slot(redis_url: str) -> None:
     assert ahead(limiter, "late-sheet") == 0
 
 
-def test_a_first_write_stands_twice_in_its_accounts_line(redis_url: str) -> None:
-    # Its header and its append take two of the account's slots: the buffer behind it is
-    # told so, instead of waking for a slot the append takes.
+def test_a_first_writes_turn_costs_two_of_its_accounts_slots(redis_url: str) -> None:
+    # Its header and its append take two of the account's slots (a turn of cost 2): the
+    # buffer behind it is told so, instead of waking for a slot the append takes.
     settings = Settings.load(
         rate_window_s=30, rate_margin_s=0, rate_limit_per_account=2, rate_limit_per_project=100
     )
     limiter = RateLimiter(redis.Redis.from_url(redis_url), settings)
     gaps_s = {}
-    for slots in (1, 2):
-        account = f"acct{slots}"
+    for cost in (1, 2):
+        account = f"acct{cost}"
         limiter.take(account)
         limiter.take(account)  # the account's window is full for 30 s, then frees both
-        first_wait = limiter.reserve(account, f"{account}-first", slots=slots)
-        gaps_s[slots] = limiter.reserve(account, f"{account}-behind") - first_wait
+        first_wait = limiter.reserve(account, f"{account}-first", cost=cost)
+        gaps_s[cost] = limiter.reserve(account, f"{account}-behind") - first_wait
     assert gaps_s[1] < 1  # both slots free at once: one each
     assert gaps_s[2] > 25  # the first write takes both: the next one frees a window later

@@ -1,21 +1,45 @@
 -- A buffer's run ended without waiting for a slot: it leaves both queues (reads' and
--- writes'), so nobody keeps a place for it.
-local read_queue = KEYS[1]          -- the reads' queue (rate_take.lua's KEYS[3..7])
-local read_served_tags = KEYS[2]
+-- writes'), and the slots of its turns it did not use are given back to its account
+-- (its next turn starts that much earlier). When nobody waits any more, no debt is kept.
+local read_queue = KEYS[1]          -- the reads' queue (rate_turn.lua's KEYS[4..9])
+local read_turns = KEYS[2]
 local read_parked = KEYS[3]
-local read_parked_tags = KEYS[4]
-local read_expected = KEYS[5]
-local write_queue = KEYS[6]         -- the writes' queue
-local write_served_tags = KEYS[7]
-local write_parked = KEYS[8]
-local write_parked_tags = KEYS[9]
+local read_expected = KEYS[4]
+local read_debts = KEYS[5]
+local read_clock = KEYS[6]
+local write_queue = KEYS[7]         -- the writes' queue
+local write_turns = KEYS[8]
+local write_parked = KEYS[9]
 local write_expected = KEYS[10]
+local write_debts = KEYS[11]
+local write_clock = KEYS[12]
 local waiter = ARGV[1]              -- the buffer
-for _, key in ipairs({read_queue, read_parked, write_queue, write_parked}) do
-  redis.call('ZREM', key, waiter)
+
+local function leave(queue, turns, parked, expected, debts, clock)
+  local text = redis.call('HGET', turns, waiter)
+  if text then
+    -- As rate_turn.lua's drop: "account start slot newcomer cost left"; the unused slots
+    -- given back.
+    local a, _, slot, _, _, left = string.match(text, '^(%S+) (%S+) (%S+) (%S+) (%S+) (%S+)$')
+    local debt = tonumber(redis.call('ZSCORE', debts, a))
+    if debt and tonumber(left) > 0 then
+      debt = debt - tonumber(left) * tonumber(slot)
+      if debt <= tonumber(redis.call('GET', clock) or '0') then
+        redis.call('ZREM', debts, a)
+      else
+        redis.call('ZADD', debts, debt, a)
+      end
+    end
+  end
+  redis.call('ZREM', queue, waiter)
+  redis.call('ZREM', parked, waiter)
+  redis.call('HDEL', turns, waiter)
+  redis.call('HDEL', expected, waiter)
+  if redis.call('ZCARD', queue) + redis.call('ZCARD', parked) == 0 then
+    redis.call('DEL', debts)
+  end
 end
-for _, key in ipairs({read_served_tags, read_parked_tags, read_expected, write_served_tags,
-                      write_parked_tags, write_expected}) do
-  redis.call('HDEL', key, waiter)
-end
+
+leave(read_queue, read_turns, read_parked, read_expected, read_debts, read_clock)
+leave(write_queue, write_turns, write_parked, write_expected, write_debts, write_clock)
 return 1
