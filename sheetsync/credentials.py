@@ -1,7 +1,7 @@
 """Owners' Google credentials: the one place that changes a credential's status.
 
 A flush marks a credential INVALID when Google refuses it; the owner reconnecting marks
-it VALID again (:func:`sheetsync.recovery.replay.credential_reconnected`).
+it VALID again (:func:`sheetsync.recovery.reconnect.credential_reconnected`).
 """
 
 from __future__ import annotations

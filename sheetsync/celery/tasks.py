@@ -48,14 +48,14 @@ def reconcile() -> int:
 
 @app.task(name="sheetsync.dispatch_dead_letters")
 def dispatch_dead_letters() -> int:
-    from sheetsync.recovery import replay
+    from sheetsync.deadletters import replay
 
     return replay.dispatch_due(get_services())
 
 
 @app.task(name=REPLAY_TASK)
 def replay_dead_letter(dead_letter_id: int) -> str:
-    from sheetsync.recovery import replay
+    from sheetsync.deadletters import replay
 
     return replay.replay(get_services(), dead_letter_id).summary
 

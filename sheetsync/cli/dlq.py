@@ -1,12 +1,20 @@
 """``sheetsync dlq``: list, show, replay and purge dead letters.
 
 Entries hold answer ids only; nothing here ever reads or prints an answer's values.
+
+``dlq replay`` hands entries to the workers, or replays them here (``--now``). Sending to
+the workers claims every chosen entry and sends at once. Replaying here claims one entry
+at a time, right before replaying it: an entry claimed early would look stale to the
+dispatcher after ``DEFAULT_REPLAY_STALE_S`` (:mod:`sheetsync.deadletters.replay`) and be
+claimed a second time. Whatever was claimed but not replayed (the broker was down,
+Ctrl-C) goes back to PENDING, due now.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -20,6 +28,7 @@ from sheetsync.cli.output import (
     id_note,
     out,
     print_json,
+    progress_bar,
     table,
     usage_error,
     with_ids,
@@ -28,7 +37,12 @@ from sheetsync.cli.runtime import open_database, open_services
 from sheetsync.text import clip, relative, short_time
 
 if TYPE_CHECKING:
+    from rich.progress import Progress
     from sqlalchemy.orm import Session, sessionmaker
+
+    from sheetsync.deadletters.replay import Candidates
+    from sheetsync.flush.outcomes import Tally
+    from sheetsync.services import Services
 
 #: Entries `dlq list` shows unless told otherwise.
 DEFAULT_LIST_LIMIT = 100
@@ -90,10 +104,10 @@ def list_entries(
     """
     status = _choice(ctx, "--status", STATUSES, status_name)
     reason = _choice(ctx, "--reason", REASONS, reason_name)
-    from sheetsync.ops import deadletters as ops_deadletters
+    from sheetsync.deadletters import queries
 
     with open_database() as sessions:
-        page = ops_deadletters.list_entries(
+        page = queries.list_entries(
             sessions, user_id=user, status=status, reason=reason, limit=limit
         )
     if as_json:
@@ -149,10 +163,10 @@ def show(
     as_json: JsonFlag = False,
 ) -> None:
     """Show one dead letter in full, its answer ids included."""
-    from sheetsync.ops import deadletters as ops_deadletters
+    from sheetsync.deadletters import queries
 
     with open_database() as sessions:
-        details = ops_deadletters.get_entry(sessions, entry_id)
+        details = queries.get_entry(sessions, entry_id)
     if details is None:
         fail(f"dead letter {entry_id} does not exist")
     if as_json:
@@ -206,31 +220,164 @@ def replay(
         usage_error(ctx, "say what to replay: dead-letter IDs, --user USER or --all")
     if chosen > 1:
         usage_error(ctx, "give only one of: dead-letter IDs, --user USER, --all")
-    from sheetsync.cli.replaying import replay_here, send_to_workers
-
     with open_services() as services:
         if ids:
             require_existing(services.sessions, ids)
         if now:
-            unfinished, total = replay_here(services, ids=ids or None, user_id=user)
+            unfinished, total = _replay_here(services, ids=ids or None, user_id=user)
             if unfinished:
                 fail(
                     f"{counted(total, 'dead letter')} replayed, {len(unfinished)} did not "
                     f"finish {id_note(unfinished)}: see the summary above"
                 )
         else:
-            send_to_workers(services, ids=ids or None, user_id=user)
+            _send_to_workers(services, ids=ids or None, user_id=user)
 
 
 def require_existing(sessions: sessionmaker[Session], ids: Sequence[int]) -> None:
     """End the command with one line when an id names no dead letter."""
-    from sheetsync.ops import deadletters as ops_deadletters
+    from sheetsync.deadletters import queries
 
-    missing = [str(entry_id) for entry_id in ops_deadletters.missing_ids(sessions, ids)]
+    missing = [str(entry_id) for entry_id in queries.missing_ids(sessions, ids)]
     if len(missing) == 1:
         fail(f"dead letter {missing[0]} does not exist")
     if missing:
         fail(f"dead letters {', '.join(missing)} do not exist")
+
+
+def _send_to_workers(
+    services: Services, *, ids: Sequence[int] | None, user_id: str | None
+) -> list[int]:
+    """Claim the chosen entries and send one replay task each. Returns the ids sent."""
+    from sheetsync.deadletters import replay
+    from sheetsync.dispatch import get_dispatcher
+
+    get_dispatcher()  # before anything is said: without a Celery app nobody can send
+    chosen = _candidates(services, ids=ids, user_id=user_id)
+    result = replay.send_to_workers(services, chosen)
+    _report_taken(result.taken)
+    if not result.sent:
+        return []
+    out.print(
+        f"sent {counted(len(result.sent), 'dead letter')} to the workers {id_note(result.sent)}",
+        markup=False,
+    )
+    return result.sent
+
+
+def _replay_here(
+    services: Services, *, ids: Sequence[int] | None, user_id: str | None
+) -> tuple[list[int], int]:
+    """Replay the chosen entries in this process, one by one, with a progress bar.
+
+    Returns (the ids of entries that did not end DONE, how many entries were replayed).
+    """
+    from sheetsync.deadletters import replay
+
+    candidates = _candidates(services, ids=ids, user_id=user_id).ids
+    if not candidates:
+        return [], 0
+    outcomes: list[Outcome] = []
+    taken: list[int] = []
+    with progress_bar() as progress:
+        for entry_id in candidates:
+            if not replay.claim(services, [entry_id], include_failed=ids is not None):
+                taken.append(entry_id)
+                continue
+            try:
+                outcomes.append(_replay_one(services, progress, entry_id))
+            except BaseException:
+                replay.release(services.sessions, [entry_id])
+                raise
+    _report_taken(taken)
+    if not outcomes:
+        return [], 0
+    grid = table("id", "status", "answers in the sheet", "summary", right=("id",))
+    for outcome in outcomes:
+        grid.add_row(
+            str(outcome.entry_id),
+            outcome.status,
+            f"{outcome.completed}/{outcome.total}",
+            outcome.summary,
+        )
+    out.print(grid)
+    unfinished = [outcome.entry_id for outcome in outcomes if outcome.status != "DONE"]
+    return unfinished, len(outcomes)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    entry_id: int
+    status: str
+    #: The entry's answers now COMPLETED for its sheet, of all its answers.
+    completed: int
+    total: int
+    summary: str
+
+
+def _replay_one(services: Services, progress: Progress, entry_id: int) -> Outcome:
+    """Hand the entry's ids back to their buffer (as the replay task does), then flush
+    that buffer here until every one of them is settled."""
+    from sheetsync.deadletters import queries, replay
+    from sheetsync.deadletters.replay_end import complete_replays
+    from sheetsync.flush.here import flush_here
+
+    label = f"dead letter {entry_id}"
+    task = progress.add_task(label, total=None)
+    result = replay.replay(services, entry_id)
+    now = queries.settled(services.sessions, entry_id)
+    progress.update(task, completed=now.settled, total=max(now.total, 1))
+
+    def report() -> None:
+        nonlocal now
+        now = queries.settled(services.sessions, entry_id)
+        progress.update(task, completed=now.settled)
+
+    summary = result.summary
+    if result.key is not None:
+        total = now.total
+        here = flush_here(services, result.key, lambda: now.settled >= total, on_progress=report)
+        summary = _summary(here, now.reason)
+    complete_replays(services.sessions)
+    end = queries.settled(services.sessions, entry_id)
+    progress.update(
+        task,
+        description=f"{label}: {end.status}",
+        total=max(end.total, 1),
+        completed=max(end.total, 1) if end.settled >= end.total else end.settled,
+    )
+    return Outcome(entry_id, end.status, end.completed, end.total, summary)
+
+
+def _summary(tally: Tally, reason: str) -> str:
+    parts = [counted(tally.appended, "row") + " appended"]
+    if tally.failed:
+        parts.append(f"{tally.failed} FAILED")
+    if tally.parked:
+        parts.append(f"{counted(tally.parked, 'answer')} parked again ({reason})")
+    return ", ".join(parts)
+
+
+def _candidates(
+    services: Services, *, ids: Sequence[int] | None, user_id: str | None
+) -> Candidates:
+    """The entries to try, in order, saying which named ones are skipped and why."""
+    from sheetsync.deadletters import replay
+
+    chosen = replay.candidates(services, ids=ids, user_id=user_id)
+    for entry_id, state in chosen.skipped:
+        hint(f"dead letter {entry_id} is {state}: skipped")
+    if not chosen.named and not chosen.ids:
+        whose = f" of user {user_id}" if user_id is not None else ""
+        out.print(f"no PENDING dead letters{whose}: nothing to replay", markup=False)
+    return chosen
+
+
+def _report_taken(ids: Sequence[int]) -> None:
+    """Entries someone else claimed first (the dispatcher, a worker, another operator)."""
+    if ids:
+        verb = "is" if len(ids) == 1 else "are"
+        hint(f"{with_ids(ids, 'dead letter')} {verb} being replayed elsewhere already: skipped")
 
 
 @app.command("purge", cls=HelpCommand)
@@ -253,11 +400,11 @@ def purge(
             fail(f"purging drops {chosen} for good: add --yes to confirm")
         if not typer.confirm(question, err=True):
             fail("purge cancelled")
-    from sheetsync import deadletters
+    from sheetsync.deadletters import store
 
     with open_database() as sessions:
         require_existing(sessions, ids)
-        purged, refused = deadletters.purge(sessions, ids)
+        purged, refused = store.purge(sessions, ids)
     if purged:
         out.print(f"purged {with_ids(purged, 'dead letter')}", markup=False)
     if refused:

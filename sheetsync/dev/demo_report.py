@@ -21,7 +21,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from sheets_emulator import EmulatorAdmin
-from sheetsync import deadletters
+from sheetsync.deadletters import store
 from sheetsync.dev.demo_data import SHEET_TITLE, DemoOwner, DemoSeed, expected_rows
 from sheetsync.models import DeadLetter, DeadLetterReason, DeadLetterStatus
 from sheetsync.text import clip, relative
@@ -90,7 +90,7 @@ def report_dead_letters(
     other owner may have one."""
     with sessions() as session:
         entries = list(session.scalars(select(DeadLetter).order_by(DeadLetter.id)))
-        ids_of = {entry.id: deadletters.answer_ids(session, entry.id) for entry in entries}
+        ids_of = {entry.id: store.answer_ids(session, entry.id) for entry in entries}
     revoked = {owner.user_id for owner in seeded.accounts if owner.revoked}
     console.print("\nDead letters, in the database:")
     if not entries:

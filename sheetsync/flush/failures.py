@@ -16,9 +16,10 @@ from typing import Any
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
-from sheetsync import credentials, deadletters, ledger, links, notify
+from sheetsync import credentials, ledger, links, notify
 from sheetsync.alerts import send_alert_once
 from sheetsync.buffers.push import push
+from sheetsync.deadletters import store
 from sheetsync.errors import (
     ConfigError,
     CredentialError,
@@ -81,7 +82,7 @@ def link_gone(run: FlushRun, exc: links.LinkGone) -> Outcome:
                 TransactionType.FAILED,
                 exc.reason,
             )
-            deadletters.fail_buffer(session, run.key, exc.reason)
+            store.fail_buffer(session, run.key, exc.reason)
             for intent in intents.open_for(session, run.key):
                 intents.resolve(session, intent.id)
     if exc.successor is not None:
@@ -194,13 +195,13 @@ def _park_buffer(
     ``precondition``, only if it holds, checked in the same transaction. Returns whether
     the ids were parked."""
     ids = run.services.store.read_all(run.key)
-    delay = deadletters.delay_for(reason, run.services.settings)
+    delay = store.delay_for(reason, run.services.settings)
     with run.services.sessions.begin() as session:
         if precondition is not None and not precondition(session):
             return False
         settled = ledger.states(session, ids, run.key.spread_sheet_id, run.key.sheet_id)
         pending = list(dict.fromkeys(i for i in ids if settled.get(i) not in SETTLED))
-        deadletters.park(session, run.key, pending, reason, message, delay_s=delay)
+        store.park(session, run.key, pending, reason, message, delay_s=delay)
         run.replays.note(session)  # parked in another entry, an id is settled for a replay
     run.trim(len(ids), None)
     run.tally.parked += len(pending)

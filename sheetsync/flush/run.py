@@ -23,13 +23,13 @@ import redis
 from sheetsync import crypto, ledger, links
 from sheetsync.buffers.scripts import FORGET_LAST_ROW
 from sheetsync.buffers.store import Lease
+from sheetsync.deadletters.replay_end import ReplaysInFlight
 from sheetsync.dispatch import is_priority_plan
 from sheetsync.errors import CredentialError, HoldForBatch, RateLimited, WaitForIntent
 from sheetsync.flush import header, intents
 from sheetsync.flush.batches import Batch, BatchBuilder
 from sheetsync.flush.layout import FormLayout
 from sheetsync.flush.outcomes import Outcome, Tally
-from sheetsync.flush.replays import ReplaysInFlight
 from sheetsync.flush.rollover import Rollover
 from sheetsync.flush.rows import header_row
 from sheetsync.flush.sheet import ActiveTab, SheetAccess, Tab, fenced, tab_of

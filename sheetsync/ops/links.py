@@ -11,7 +11,7 @@ from datetime import datetime
 
 from sqlalchemy import func, select
 
-from sheetsync import deadletters
+from sheetsync.deadletters import store
 from sheetsync.errors import NotFoundError
 from sheetsync.keys import BufferKey
 from sheetsync.models import SheetColumn, SpreadSheet
@@ -88,7 +88,7 @@ def resume(services: Services, link_id: int) -> Resumed:
         was_paused = link.paused_reason is not None
         link.paused_reason = None
         link.paused_at = None
-        due = deadletters.make_paused_due(
+        due = store.make_paused_due(
             session, link.submission_id, link.spread_sheet_id, link.sheet_id
         )
         owner, form = link.create_user_id, link.submission_id

@@ -4,7 +4,8 @@ callback, so it imports nothing of the flush or Google's client (the slim instal
 
 from __future__ import annotations
 
-from sheetsync import credentials, deadletters, notify
+from sheetsync import credentials, notify
+from sheetsync.deadletters import store
 from sheetsync.errors import NotFoundError
 from sheetsync.models import CredentialStatus
 from sheetsync.services import Services
@@ -23,4 +24,4 @@ def credential_reconnected(user_id: str, *, services: Services | None = None) ->
             raise NotFoundError(f"user {user_id} has no Google credential")
     # A credential that breaks again, even within the hour, is news for the owner.
     notify.forget(services.redis, notify.CREDENTIAL_INVALID, user_id)
-    return deadletters.make_due(services.sessions, user_id=user_id)
+    return store.make_due(services.sessions, user_id=user_id)

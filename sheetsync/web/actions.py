@@ -2,8 +2,8 @@
 
 Each asks first on a confirmation page, whose form carries the CSRF token; the post is
 refused without it or from another origin. The work is the CLI's own: ``dlq replay
-ID...`` sends to the workers (:mod:`sheetsync.ops.replays`), ``dlq purge ID...``
-(:func:`sheetsync.deadletters.purge`).
+ID...`` sends to the workers (:mod:`sheetsync.deadletters.replay`), ``dlq purge ID...``
+(:func:`sheetsync.deadletters.store.purge`).
 
 A bulk action acts on its filter as it stands at the post, bounded by the newest entry
 the confirmation page counted: an entry that appears after the page was shown is left
@@ -23,9 +23,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from sheetsync import deadletters
-from sheetsync.ops import deadletters as ops_deadletters
-from sheetsync.ops import replays
+from sheetsync.deadletters import queries, replay, store
 from sheetsync.web import labels
 from sheetsync.web.auth import CSRF_FIELD, same_origin
 from sheetsync.web.console import (
@@ -44,13 +42,13 @@ log = logging.getLogger(__name__)
 ACTIONS = ("replay", "purge")
 #: The statuses a bulk action takes: those a person replays or gives up on. A
 #: REPLAYING entry belongs to a running replay, DONE and PURGED ones are finished.
-BULK_STATUSES = tuple(status.value for status in deadletters.PURGEABLE)
+BULK_STATUSES = tuple(status.value for status in store.PURGEABLE)
 #: Entry ids a bulk confirmation lists (the counts are always whole).
 SHOWN_ENTRIES = 30
 #: What an owner, form or spreadsheet id looks like (see :mod:`sheetsync.keys`).
 ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 #: Ids per step of a bulk action (keeps IN lists under every database's parameter limit).
-CHUNK = replays.CLAIM_CHUNK
+CHUNK = replay.CLAIM_CHUNK
 
 
 def _not_found() -> Response:
@@ -111,13 +109,13 @@ def _perform(console: Console, action: str, entry_id: int) -> str:
     """The CLI's own code: ``dlq replay ID`` sends to the workers, ``dlq purge ID``."""
     services = console.actions.get()
     if action == "replay":
-        chosen = replays.candidates(services, ids=[entry_id], user_id=None)
+        chosen = replay.candidates(services, ids=[entry_id], user_id=None)
         if not chosen.ids:
             return "replay-skipped"
-        sent = replays.send_to_workers(services, chosen)
+        sent = replay.send_to_workers(services, chosen)
         log.info("console: dead letter %s sent to the workers", entry_id)
         return "replay-sent" if sent.sent else "replay-taken"
-    purged, _refused = deadletters.purge(services.sessions, [entry_id])
+    purged, _refused = store.purge(services.sessions, [entry_id])
     log.info("console: dead letter %s purge: %s", entry_id, "done" if purged else "refused")
     return "purged" if purged else "purge-refused"
 
@@ -133,7 +131,7 @@ def bulk_confirm_page(request: Request) -> Response:
     where = dead_letter_filter(request.query_params)
     sessions = console.read.sessions
     selection = console.attempt(
-        errors, lambda: ops_deadletters.select_entries(sessions, where, statuses=BULK_STATUSES)
+        errors, lambda: queries.select_entries(sessions, where, statuses=BULK_STATUSES)
     )
     unusable: list[dict[str, Any]] = []
     if selection is not None and action == "replay":
@@ -197,22 +195,20 @@ async def bulk_act(request: Request) -> Response:
     return RedirectResponse(f"/dead-letters?{query}", status_code=303)
 
 
-def _perform_bulk(console: Console, action: str, where: ops_deadletters.Filter, upto: int) -> int:
+def _perform_bulk(console: Console, action: str, where: queries.Filter, upto: int) -> int:
     """The entries ``where`` matches now, up to ``upto``, handed to the CLI's code as
     ``dlq replay ID...`` or ``dlq purge ID...`` would; returns how many were sent or
     purged."""
     services = console.actions.get()
-    selection = ops_deadletters.select_entries(
-        services.sessions, where, statuses=BULK_STATUSES, upto=upto
-    )
+    selection = queries.select_entries(services.sessions, where, statuses=BULK_STATUSES, upto=upto)
     done = 0
     for start in range(0, len(selection.ids), CHUNK):
         chunk = selection.ids[start : start + CHUNK]
         if action == "replay":
-            chosen = replays.candidates(services, ids=chunk, user_id=None)
-            done += len(replays.send_to_workers(services, chosen).sent)
+            chosen = replay.candidates(services, ids=chunk, user_id=None)
+            done += len(replay.send_to_workers(services, chosen).sent)
         else:
-            purged, _ = deadletters.purge(services.sessions, chunk)
+            purged, _ = store.purge(services.sessions, chunk)
             done += len(purged)
     log.info(
         "console: bulk %s of %s up to #%d: %d of %d dead letters",
@@ -225,7 +221,7 @@ def _perform_bulk(console: Console, action: str, where: ops_deadletters.Filter, 
     return done
 
 
-def _logged(where: ops_deadletters.Filter) -> str:
+def _logged(where: queries.Filter) -> str:
     """The filter for a log line: ids as they are, anything else (it matches nothing)
     not repeated."""
     shown = {

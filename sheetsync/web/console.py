@@ -15,8 +15,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.templating import Jinja2Templates
 
+from sheetsync.deadletters import queries
 from sheetsync.models import DeadLetterReason, DeadLetterStatus
-from sheetsync.ops import deadletters as ops_deadletters
 from sheetsync.settings import Settings
 from sheetsync.web import data
 from sheetsync.web.auth import CSRF_FIELD, Csrf
@@ -85,7 +85,7 @@ def _count(value: str | None) -> int:
     return int(value) if value is not None and COUNT.fullmatch(value) else 0
 
 
-def dead_letter_filter(params: Mapping[str, Any]) -> ops_deadletters.Filter:
+def dead_letter_filter(params: Mapping[str, Any]) -> queries.Filter:
     """The filter named by query or form parameters; unknown statuses and reasons, and
     empty fields, match anything."""
     fields = {
@@ -97,10 +97,10 @@ def dead_letter_filter(params: Mapping[str, Any]) -> ops_deadletters.Filter:
         del fields["status"]
     if fields.get("reason") not in (None, *DeadLetterReason.__members__):
         del fields["reason"]
-    return ops_deadletters.Filter(**{field: value.strip() for field, value in fields.items()})
+    return queries.Filter(**{field: value.strip() for field, value in fields.items()})
 
 
-def filter_params(where: ops_deadletters.Filter) -> dict[str, str]:
+def filter_params(where: queries.Filter) -> dict[str, str]:
     """``where`` as query parameters (the fields it sets only)."""
     return {
         name: value
@@ -109,7 +109,7 @@ def filter_params(where: ops_deadletters.Filter) -> dict[str, str]:
     }
 
 
-def filter_query(where: ops_deadletters.Filter | None, **changes: str | None) -> str:
+def filter_query(where: queries.Filter | None, **changes: str | None) -> str:
     """A query string for ``where`` (None: no filter) with ``changes`` (None removes a
     parameter)."""
     params = {**(filter_params(where) if where else {}), **changes}

@@ -14,9 +14,9 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
+from sheetsync.deadletters import queries
 from sheetsync.downgrades import downgrades
 from sheetsync.models import DeadLetterReason, DeadLetterStatus
-from sheetsync.ops import deadletters as ops_deadletters
 from sheetsync.ops import status as status_data
 from sheetsync.web import charts, data, labels
 from sheetsync.web.console import Console, dead_letter_filter
@@ -141,7 +141,7 @@ def dead_letters_page(request: Request) -> Response:
     sessions = console.read.sessions
     found = console.attempt(
         errors,
-        lambda: ops_deadletters.list_entries(
+        lambda: queries.list_entries(
             sessions,
             user_id=where.user_id,
             status=where.status,
@@ -159,7 +159,7 @@ def dead_letters_page(request: Request) -> Response:
         errors,
         page=found,
         where=where,
-        filtered=where != ops_deadletters.Filter(),
+        filtered=where != queries.Filter(),
         titles=titles,
         statuses=list(DeadLetterStatus.__members__),
         reasons=list(DeadLetterReason.__members__),
@@ -172,7 +172,7 @@ def entry_page(request: Request, template: str, *, live: bool, **context: Any) -
     errors: list[str] = []
     entry_id = int(request.path_params["entry_id"])
     sessions = console.read.sessions
-    entry = console.attempt(errors, lambda: ops_deadletters.get_entry(sessions, entry_id))
+    entry = console.attempt(errors, lambda: queries.get_entry(sessions, entry_id))
     if entry is None and not errors:
         return console.page(
             request, "missing.html", errors, entry_id=entry_id, status_code=404, live=False

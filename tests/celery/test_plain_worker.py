@@ -11,10 +11,9 @@ from pathlib import Path
 from support.paths import ROOT
 from support.waiting import wait_until
 
-from sheetsync import deadletters
+from sheetsync.deadletters import replay, store
 from sheetsync.keys import BufferKey
 from sheetsync.models import DeadLetterReason, DeadLetterStatus, Plan
-from sheetsync.recovery import replay
 
 
 def test_a_plain_worker_runs_every_queue(world, pipeline_env, tmp_path: Path):
@@ -45,9 +44,7 @@ def test_a_plain_worker_runs_every_queue(world, pipeline_env, tmp_path: Path):
             free.owner_id, free.submission_id, free_sheet.spreadsheet_id, free_sheet.gid
         )
         with world.pipeline.sessions.begin() as session:
-            deadletters.park(
-                session, key, parked_ids, DeadLetterReason.CREDENTIAL, "test", delay_s=0
-            )
+            store.park(session, key, parked_ids, DeadLetterReason.CREDENTIAL, "test", delay_s=0)
 
         from sheetsync import emit_answer_submitted
 

@@ -30,6 +30,7 @@ from werkzeug.test import TestResponse
 
 from sheets_emulator import EmulatorAdmin, EmulatorServer
 from sheetsync import crypto, emit_answer_submitted
+from sheetsync.deadletters.replay import dispatch_due
 from sheetsync.errors import CryptoError
 from sheetsync.models import (
     CredentialStatus,
@@ -39,7 +40,6 @@ from sheetsync.models import (
     User,
     utcnow,
 )
-from sheetsync.recovery.replay import dispatch_due
 from sheetsync.services import Services
 from sheetsync.settings import Settings
 from sheetsync.sheets.client import SheetsClient

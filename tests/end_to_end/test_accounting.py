@@ -10,7 +10,8 @@ import pytest
 from sqlalchemy import delete, select
 from support.waiting import wait_until
 
-from sheetsync import crypto, deadletters, emit_answer_submitted
+from sheetsync import crypto, emit_answer_submitted
+from sheetsync.deadletters import store
 from sheetsync.errors import CryptoError
 from sheetsync.models import (
     DeadLetter,
@@ -147,7 +148,7 @@ def test_mixed_faults_account_for_every_answer_and_leak_no_pii(
         for entry in session.scalars(
             select(DeadLetter).where(DeadLetter.status == DeadLetterStatus.PENDING)
         ):
-            for answer_id in deadletters.answer_ids(session, entry.id):
+            for answer_id in store.answer_ids(session, entry.id):
                 pending[(answer_id, entry.spread_sheet_id, entry.sheet_id)] += 1
         entries = list(session.scalars(select(DeadLetter)))
 

@@ -15,7 +15,9 @@ from support.databases import BOTH_DATABASES
 from support.forms import EditableForm, by_title, read, sheets_api
 from support.waiting import wait_until
 
-from sheetsync import deadletters, emit_answer_submitted
+from sheetsync import emit_answer_submitted
+from sheetsync.deadletters import store
+from sheetsync.deadletters.replay import dispatch_due
 from sheetsync.keys import BufferKey
 from sheetsync.models import (
     DeadLetterReason,
@@ -25,7 +27,6 @@ from sheetsync.models import (
     SpreadSheet,
     TransactionType,
 )
-from sheetsync.recovery.replay import dispatch_due
 
 TEXT, NUMBER, JUMBO = QuestionType.SHORT_TEXT, QuestionType.NUMBER, QuestionType.JUMBOTRON
 FIXED = ["Answer ID", "Submitter", "Submitted at"]
@@ -69,7 +70,7 @@ def test_form_edits_between_batches_keep_every_value_under_its_title(world, work
     # Parked before the edit: its answer to the question about to be deleted must land.
     parked = form.answer({"q_team": "blue", "q_count": "4", "q_note": "from the dead letter"})
     with world.pipeline.sessions.begin() as session:
-        deadletters.park(
+        store.park(
             session,
             _key(form, sheet),
             [parked],

@@ -152,9 +152,8 @@ def test_a_removed_link_fails_its_buffered_answers_and_writes_nothing(world, pip
 
 
 def test_a_replayed_dead_letter_with_a_malformed_answer_does_not_strand(world, worker):
-    from sheetsync import deadletters
+    from sheetsync.deadletters import replay, store
     from sheetsync.keys import BufferKey
-    from sheetsync.recovery import replay
 
     form = world.form()
     sheet = world.sheet(form)
@@ -162,7 +161,7 @@ def test_a_replayed_dead_letter_with_a_malformed_answer_does_not_strand(world, w
     set_raw_answer(world, ids[1], "null")
     key = BufferKey(form.owner_id, form.submission_id, sheet.spreadsheet_id, sheet.gid)
     with world.pipeline.sessions.begin() as session:
-        deadletters.park(session, key, ids, DeadLetterReason.CREDENTIAL, "test", delay_s=0)
+        store.park(session, key, ids, DeadLetterReason.CREDENTIAL, "test", delay_s=0)
     assert replay.dispatch_due(world.pipeline) == 1
     wait_until(lambda: world.ids_in(sheet) == [ids[0], *ids[2:]], timeout=30)
     wait_until(

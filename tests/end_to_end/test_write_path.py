@@ -10,8 +10,9 @@ import pytest
 from sqlalchemy import select
 from support.waiting import wait_until
 
-from sheetsync import deadletters, emit_answer_submitted, emit_answers_submitted, resend_failed
+from sheetsync import emit_answer_submitted, emit_answers_submitted, resend_failed
 from sheetsync.crypto import generate_key
+from sheetsync.deadletters import replay, store
 from sheetsync.flush.run import FlushRun
 from sheetsync.flush.writer import REFUSED_REASON
 from sheetsync.models import (
@@ -21,7 +22,7 @@ from sheetsync.models import (
     SubmissionAnswer,
     TransactionType,
 )
-from sheetsync.recovery import repair, replay
+from sheetsync.recovery import repair
 
 POISON = "a value Google refuses"
 
@@ -144,7 +145,7 @@ def test_a_missing_pii_key_dead_letters_then_a_replay_delivers_once_it_is_back(
     wait_until(lambda: any("SHEETSYNC_PII_KEYS" in text for text in alerts.texts))
 
     pipeline_env(pii_keys=f"{current},{removed}")  # the key is back, as an old one
-    deadletters.make_due(world.pipeline.sessions, ids=[entry.id])
+    store.make_due(world.pipeline.sessions, ids=[entry.id])
     assert replay.dispatch_due(world.pipeline) == 1
     wait_until(lambda: world.ids_in(sheet) == ids, timeout=30)
     wait_until(

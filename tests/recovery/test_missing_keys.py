@@ -13,7 +13,8 @@ from typing import Any
 from support.notify_hooks import received
 from support.waiting import wait_until
 
-from sheetsync import deadletters, emit_answer_submitted
+from sheetsync import emit_answer_submitted
+from sheetsync.deadletters import replay, store
 from sheetsync.keys import OWNER_NOTIFIED
 from sheetsync.models import (
     CredentialStatus,
@@ -21,7 +22,6 @@ from sheetsync.models import (
     DeadLetterStatus,
     GoogleCredential,
 )
-from sheetsync.recovery import replay
 
 HOOK = "support.notify_hooks:record"
 
@@ -73,7 +73,7 @@ def test_a_refresh_token_under_a_removed_key(
     # The operator puts the key back and replays: no beat, the flush marks it DONE.
     workers.stop()
     worker_processes(pii_keys=f"{older},{newest}", owner_hook=HOOK).start()
-    deadletters.make_due(world.pipeline.sessions, ids=[entry.id])
+    store.make_due(world.pipeline.sessions, ids=[entry.id])
     assert replay.dispatch_due(world.pipeline) == 1
     wait_until(lambda: world.ids_in(sheet) == ids, timeout=30)
     wait_until(lambda: world.dead_letters()[0].status is DeadLetterStatus.DONE, timeout=30)

@@ -43,9 +43,10 @@ from support.markdown import code_blocks
 from support.paths import ROOT
 from support.waiting import wait_until
 
-from sheetsync import deadletters, emit_answers_submitted, ledger
+from sheetsync import emit_answers_submitted, ledger
 from sheetsync.crypto import Keyring
 from sheetsync.db import normalize_url, session_factory
+from sheetsync.deadletters import replay, store
 from sheetsync.dev.seed import link_sheet, seed_answers, seed_form
 from sheetsync.flush import intents
 from sheetsync.keys import BufferKey
@@ -56,7 +57,6 @@ from sheetsync.models import (
     SheetTransaction,
     TransactionType,
 )
-from sheetsync.ops import replays
 from sheetsync.services import Services
 from sheetsync.settings import get_settings
 from sheetsync.startup import check_database
@@ -272,7 +272,7 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seeded]:
             answers = seed_answers(session, form, 4, keyring=KEYRING)
             key = BufferKey(form.owner_id, form.submission_id, link.spread_sheet_id, 0)
             ledger.record(session, answers, link.spread_sheet_id, 0, TransactionType.ENQUEUED)
-            entry = deadletters.park(
+            entry = store.park(
                 session, key, answers[:2], DeadLetterReason.CREDENTIAL, "invalid_grant", delay_s=0
             )
             assert entry is not None
@@ -310,7 +310,7 @@ def test_the_worker_writes_rows_but_never_the_schema(seeded: Seeded) -> None:
     with session_factory(engine).begin() as session:
         ledger.record(session, seeded.answers[2:], seeded.spreadsheet, 0, TransactionType.COMPLETED)
         key = BufferKey(seeded.owner_id, seeded.form_id, seeded.spreadsheet, 0)
-        entry = deadletters.park(
+        entry = store.park(
             session,
             key,
             seeded.answers[3:],
@@ -334,11 +334,11 @@ def test_the_console_replays_and_purges_and_writes_nothing_else(seeded: Seeded) 
     entry = seeded.dead_letter
 
     # A replay (``dlq replay ID``): claimed, then given back as if the broker were down.
-    claimed = replays.claim(console, [entry], include_failed=True)
+    claimed = replay.claim(console, [entry], include_failed=True)
     assert claimed == [entry]
-    replays.release(console, claimed)
+    replay.release(console.sessions, claimed)
     # A purge: the entry PURGED, its open answers FAILED in the ledger.
-    purged, refusals = deadletters.purge(console.sessions, [entry])
+    purged, refusals = store.purge(console.sessions, [entry])
     assert (purged, refusals) == ([entry], [])
     with console.sessions() as session:
         assert session.get(DeadLetter, entry).status is DeadLetterStatus.PURGED

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from selenium.webdriver.remote.webdriver import WebDriver
 
-from sheetsync import deadletters
+from sheetsync.deadletters import store
 from sheetsync.dev.seed import SeededForm
 from sheetsync.keys import BufferKey
 from sheetsync.models import DeadLetterReason
@@ -179,6 +179,6 @@ def park(
     (the buffer's open entry for ``reason``, new or merged into)."""
     key = BufferKey(form.owner_id, form.submission_id, sheet.spreadsheet_id, sheet.gid)
     with world.pipeline.sessions.begin() as session:
-        entry = deadletters.park(session, key, ids, reason, message, delay_s=delay_s)
+        entry = store.park(session, key, ids, reason, message, delay_s=delay_s)
         assert entry is not None
         return entry.id

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from sqlalchemy import func, select
 
 from sheets_emulator import EmulatorAdmin
-from sheetsync import deadletters
+from sheetsync.deadletters import replay_end, store
 from sheetsync.dev.seed import SeededForm, link_sheet, seed_answers, seed_form
 from sheetsync.keys import BUFFER_INDEX, PREFIX
 from sheetsync.models import DeadLetter, Plan, SheetTransaction, TransactionType
@@ -81,13 +81,13 @@ class World:
     def complete_replays(self) -> bool:
         """What beat's next dead-letter pass does first: replays whose ids are all
         settled become DONE. Always True (for use in a wait_until condition)."""
-        deadletters.complete_replays(self.pipeline.sessions)
+        replay_end.complete_replays(self.pipeline.sessions)
         return True
 
     def ids_of(self, entry: DeadLetter) -> list[str]:
         """The answer ids a dead letter holds, sorted."""
         with self.pipeline.sessions() as session:
-            return sorted(deadletters.answer_ids(session, entry.id))
+            return sorted(store.answer_ids(session, entry.id))
 
     def leftover_keys(self) -> list[str]:
         """Buffer, job and intent keys left in Redis (the sheet cache may stay)."""

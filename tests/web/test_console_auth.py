@@ -22,7 +22,7 @@ from starlette.websockets import WebSocket
 from support.console import free_port, running_console
 from support.waiting import wait_until
 
-from sheetsync import deadletters
+from sheetsync.deadletters import store
 from sheetsync.keys import BufferKey
 from sheetsync.models import DeadLetterReason, DeadLetterStatus
 from sheetsync.web.auth import Guard, is_loopback, presented_token
@@ -42,7 +42,7 @@ def parked(world):
     ids = world.answers(form, 2)
     key = BufferKey(form.owner_id, form.submission_id, sheet.spreadsheet_id, sheet.gid)
     with world.pipeline.sessions.begin() as session:
-        return deadletters.park(
+        return store.park(
             session, key, ids, DeadLetterReason.CREDENTIAL, "<b>boom</b> & co", delay_s=3600
         ).id
 

@@ -16,7 +16,8 @@ from support.console import park, running_console
 from support.databases import BOTH_DATABASES
 from support.waiting import wait_until
 
-from sheetsync import deadletters, ledger
+from sheetsync import ledger
+from sheetsync.deadletters import store
 from sheetsync.dispatch import QUEUES
 from sheetsync.models import (
     DeadLetterReason,
@@ -162,7 +163,7 @@ def test_a_bulk_action_takes_what_was_confirmed_as_it_stands(world, pipeline_env
         assert (fields["upto"], fields["confirmed"]) == (str(max(counted)), "3")
         assert "6 answer ids" in page
 
-        purged, _ = deadletters.purge(world.pipeline.sessions, [counted[1]])  # elsewhere
+        purged, _ = store.purge(world.pipeline.sessions, [counted[1]])  # elsewhere
         assert purged == [counted[1]]
         form = world.form("owner_d")
         late = park(world, form, world.sheet(form), world.answers(form, 1, prefix="d"),

@@ -1,16 +1,12 @@
-"""Dead letters: answer ids a buffer could not deliver, kept in the database.
+"""The dead-letter store: answer ids a buffer could not deliver, kept in the database.
 
-This module owns every change of a dead letter's status; the CLI, the tasks and the
-flush only call it. A delay of days is never a Celery countdown (the Redis broker
-redelivers anything older than its visibility timeout), so a dead letter is a row with
-``next_attempt_at`` that a beat task polls. Entries hold ids only, never rows.
+Parking ids (one open entry per buffer and reason), reading an entry's ids, and every
+change of status outside a replay's own steps (:mod:`sheetsync.deadletters.replay`):
+due now, FAILED, DONE at once, PURGED. A delay of days is never a Celery countdown (the
+Redis broker redelivers anything older than its visibility timeout), so a dead letter is
+a row with ``next_attempt_at`` that a beat task polls. Entries hold ids only, never rows.
 
-    PENDING ──claim_due──► REPLAYING ──complete_replays──► DONE (every id settled)
-       ▲                      │ reschedule / release
-       └──────────────────────┘
-    FAILED (permanent: replayed only by hand)      PURGED (an operator gave up)
-
-See docs/ARCHITECTURE.md, "Dead letters".
+See :mod:`sheetsync.deadletters` for the statuses, and docs/ARCHITECTURE.md, "Dead letters".
 """
 
 from __future__ import annotations
@@ -20,7 +16,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -32,7 +28,6 @@ from sheetsync.models import (
     DeadLetterAnswer,
     DeadLetterReason,
     DeadLetterStatus,
-    SheetTransaction,
     SubmissionAnswer,
     TransactionType,
     utcnow,
@@ -41,10 +36,6 @@ from sheetsync.settings import Settings
 
 #: The longest error message kept on an entry.
 ERROR_CHARS_MAX = 500
-#: A REPLAYING entry untouched this long lost its task (the worker died): claim it again.
-DEFAULT_REPLAY_STALE_S = 600.0
-#: Entries the dispatcher claims per beat.
-DEFAULT_DISPATCH_LIMIT = 100
 #: Ledger note on the ids of a purged entry (they will never be retried).
 PURGED_MESSAGE = "dead letter purged by an operator"
 #: Entries a purge may drop; the others are finished or owned by a running replay.
@@ -207,41 +198,6 @@ def fail_buffer(session: Session, key: BufferKey, reason: str) -> None:
         entry.updated_at = utcnow()
 
 
-def claim_due(
-    sessions: Sessions, *, ids: Sequence[int] | None = None, limit: int = DEFAULT_DISPATCH_LIMIT
-) -> list[int]:
-    """Mark due PENDING (and stale REPLAYING) entries REPLAYING; return their ids.
-
-    ``FOR UPDATE SKIP LOCKED`` on PostgreSQL, so two dispatchers never claim one entry.
-    """
-    now = utcnow()
-    stale = now - timedelta(seconds=DEFAULT_REPLAY_STALE_S)
-    with sessions.begin() as session:
-        query = (
-            select(DeadLetter)
-            .where(
-                or_(
-                    (DeadLetter.status == DeadLetterStatus.PENDING)
-                    & (DeadLetter.next_attempt_at <= now),
-                    (DeadLetter.status == DeadLetterStatus.REPLAYING)
-                    & (DeadLetter.updated_at < stale),
-                )
-            )
-            .order_by(DeadLetter.next_attempt_at, DeadLetter.id)
-            .limit(limit)
-        )
-        if ids is not None:
-            query = query.where(DeadLetter.id.in_(list(ids))).limit(max(limit, len(ids)))
-        if is_postgres(session.get_bind()):
-            query = query.with_for_update(skip_locked=True)
-        entries = session.scalars(query).all()
-        for entry in entries:
-            entry.status = DeadLetterStatus.REPLAYING
-            entry.requeued_at = None
-            entry.updated_at = now
-        return [entry.id for entry in entries]
-
-
 def make_due(
     sessions: Sessions,
     *,
@@ -284,111 +240,6 @@ def make_paused_due(session: Session, submission_id: str, spread_sheet_id: str, 
         .values(next_attempt_at=utcnow())
     )
     return int(getattr(result, "rowcount", 0) or 0)
-
-
-def release(sessions: Sessions, ids: Sequence[int]) -> None:
-    """Give claimed entries that were never replayed back: PENDING, due now."""
-    if not ids:
-        return
-    now = utcnow()
-    with sessions.begin() as session:
-        session.execute(
-            update(DeadLetter)
-            .where(DeadLetter.id.in_(list(ids)), DeadLetter.status == DeadLetterStatus.REPLAYING)
-            .values(status=DeadLetterStatus.PENDING, next_attempt_at=now, updated_at=now)
-        )
-
-
-def requeued_in(session: Session, entry: DeadLetter) -> None:
-    """A replay handed the entry's ids back to their buffer (in its transaction): from
-    now on the entry is DONE once none of them is ENQUEUED."""
-    now = utcnow()
-    entry.requeued_at = now
-    entry.updated_at = now
-
-
-def reschedule(sessions: Sessions, entry_id: int, error: str, delay_s: float) -> None:
-    """The replay failed again: PENDING, one more attempt counted, due in ``delay_s``."""
-    now = utcnow()
-    with sessions.begin() as session:
-        session.execute(
-            update(DeadLetter)
-            .where(DeadLetter.id == entry_id)
-            .values(
-                status=DeadLetterStatus.PENDING,
-                attempts=DeadLetter.attempts + 1,
-                error_message=error[:ERROR_CHARS_MAX],
-                next_attempt_at=now + timedelta(seconds=delay_s),
-                updated_at=now,
-            )
-        )
-
-
-def replaying(session: Session, spread_sheet_id: str, sheet_id: int) -> bool:
-    """Whether a replay of answers for this sheet is in flight (an entry REPLAYING whose
-    ids went back to a buffer): a flush that settles ids of the sheet then completes it
-    (:func:`complete_replays`). One indexed read, in the caller's transaction."""
-    found = session.scalar(
-        select(DeadLetter.id)
-        .where(
-            DeadLetter.status == DeadLetterStatus.REPLAYING,
-            DeadLetter.requeued_at.is_not(None),
-            DeadLetter.spread_sheet_id == spread_sheet_id,
-            DeadLetter.sheet_id == sheet_id,
-        )
-        .limit(1)
-    )
-    return found is not None
-
-
-def complete_replays(sessions: Sessions, *, sheet: tuple[str, int] | None = None) -> list[int]:
-    """REPLAYING entries whose ids went back to their buffer and none of which is
-    ENQUEUED any more become DONE: each id is in the sheet, FAILED with a reason, or
-    parked in another entry. (Parked again for the same reason, an id makes the entry
-    PENDING.) An entry claimed but not yet requeued is never DONE: its ids are all
-    DEAD_LETTERED. Returns their ids.
-
-    A flush run that settled ids of a replay calls it for its sheet (``sheet``) after
-    its transactions committed, so of two runs settling one entry's ids the later one
-    sees both; beat's dispatch calls it for every sheet (the backstop). The update asks
-    every condition again: an entry claimed anew meanwhile (``requeued_at`` cleared) or
-    parked again (PENDING) is left alone."""
-    conditions = [
-        DeadLetter.status == DeadLetterStatus.REPLAYING,
-        DeadLetter.requeued_at.is_not(None),
-        ~_ids_in_flight(),
-    ]
-    if sheet is not None:
-        conditions += [DeadLetter.spread_sheet_id == sheet[0], DeadLetter.sheet_id == sheet[1]]
-    with sessions.begin() as session:
-        done = list(session.scalars(select(DeadLetter.id).where(*conditions)))
-        if done:
-            session.execute(
-                update(DeadLetter)
-                .where(DeadLetter.id.in_(done), *conditions)
-                .values(status=DeadLetterStatus.DONE, error_message=None, updated_at=utcnow())
-                .execution_options(synchronize_session=False)
-            )
-    return done
-
-
-def _ids_in_flight() -> Any:
-    """Whether an entry has an id ENQUEUED for its sheet (a correlated EXISTS)."""
-    tx = SheetTransaction
-    return (
-        select(DeadLetterAnswer.dead_letter_id)
-        .join(
-            tx,
-            (tx.submission_answer_id == DeadLetterAnswer.answer_id)
-            & (tx.type == TransactionType.ENQUEUED),
-        )
-        .where(
-            DeadLetterAnswer.dead_letter_id == DeadLetter.id,
-            tx.spread_sheet_id == DeadLetter.spread_sheet_id,
-            tx.sheet_id == DeadLetter.sheet_id,
-        )
-        .exists()
-    )
 
 
 def done_in(session: Session, entry: DeadLetter) -> None:

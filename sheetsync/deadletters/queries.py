@@ -1,9 +1,10 @@
 """Dead letters as an operator sees them (``sheetsync dlq`` and the console): list them,
-select them by a filter for a bulk action, read one with its answer ids.
+select them by a filter for a bulk action, read one with its answer ids, follow a replay.
 
-Only reads: every change of a dead letter's status is :mod:`sheetsync.deadletters`'s.
-Kept apart from the command definitions so that ``--help`` and usage errors never pay
-for importing SQLAlchemy and the models.
+Only reads: every change of a dead letter's status is the store's and the replay's
+(:mod:`sheetsync.deadletters.store`, :mod:`sheetsync.deadletters.replay`). Kept apart
+from the command definitions so that ``--help`` and usage errors never pay for importing
+SQLAlchemy and the models.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from typing import Any
 from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from sheetsync import deadletters
-from sheetsync.models import DeadLetter, DeadLetterAnswer
+from sheetsync import ledger
+from sheetsync.deadletters import store
+from sheetsync.models import DeadLetter, DeadLetterAnswer, DeadLetterStatus, TransactionType
 
 
 @dataclass(frozen=True)
@@ -99,7 +101,7 @@ def list_entries(
     with sessions() as session:
         total = session.scalar(select(func.count()).select_from(DeadLetter).where(*conditions))
         rows = session.execute(
-            select(DeadLetter, deadletters.answer_count(DeadLetter.id))
+            select(DeadLetter, store.answer_count(DeadLetter.id))
             .where(*conditions)
             .order_by(DeadLetter.id)
             .limit(limit)
@@ -150,7 +152,7 @@ def get_entry(sessions: sessionmaker[Session], entry_id: int) -> dict[str, Any] 
         entry = session.get(DeadLetter, entry_id)
         if entry is None:
             return None
-        ids = deadletters.answer_ids(session, entry.id)
+        ids = store.answer_ids(session, entry.id)
         details = summary(entry, len(ids))
         details["answer_ids"] = ids
         return details
@@ -161,3 +163,30 @@ def missing_ids(sessions: sessionmaker[Session], ids: Sequence[int]) -> list[int
     with sessions() as session:
         found = set(session.scalars(select(DeadLetter.id).where(DeadLetter.id.in_(ids))))
     return [entry_id for entry_id in ids if entry_id not in found]
+
+
+@dataclass(frozen=True)
+class Settled:
+    """How far an entry's replay got: of its answers, how many are settled for its sheet
+    (in the sheet, FAILED, or parked again) and how many are in the sheet."""
+
+    status: str
+    reason: str
+    settled: int
+    completed: int
+    total: int
+
+
+def settled(sessions: sessionmaker[Session], entry_id: int) -> Settled:
+    """An entry's status and reason, and how many of its answers are settled."""
+    with sessions() as session:
+        entry = session.get(DeadLetter, entry_id)
+        if entry is None:
+            return Settled("gone", "gone", 0, 0, 0)
+        ids = store.answer_ids(session, entry_id)
+        states = ledger.states(session, ids, entry.spread_sheet_id, entry.sheet_id)
+        done = sum(states.get(i) in ledger.SETTLED for i in ids)
+        if entry.status is DeadLetterStatus.FAILED:
+            done = len(ids)
+        completed = sum(states.get(i) is TransactionType.COMPLETED for i in ids)
+        return Settled(entry.status.value, entry.reason.value, done, completed, len(ids))

@@ -1,4 +1,5 @@
-"""Dead letters: claimed once under concurrency, replayed on the scheduled queue."""
+"""Dead-letter replays: claimed once under concurrency, replayed on the scheduled queue,
+DONE once their last answer lands."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import pytest
 from sqlalchemy import update
 from support.waiting import wait_until
 
-from sheetsync import deadletters, ledger
+from sheetsync import ledger
+from sheetsync.deadletters import replay, replay_end, store
 from sheetsync.keys import BufferKey
 from sheetsync.models import (
     CredentialStatus,
@@ -24,7 +26,6 @@ from sheetsync.models import (
     TransactionType,
     utcnow,
 )
-from sheetsync.recovery import replay
 
 SHEETSYNC = str(Path(sys.executable).with_name("sheetsync"))
 
@@ -32,7 +33,7 @@ SHEETSYNC = str(Path(sys.executable).with_name("sheetsync"))
 def park(world, form, sheet, ids, reason=DeadLetterReason.CREDENTIAL, delay_s=0.0):
     key = BufferKey(form.owner_id, form.submission_id, sheet.spreadsheet_id, sheet.gid)
     with world.pipeline.sessions.begin() as session:
-        entry = deadletters.park(session, key, ids, reason, "test", delay_s=delay_s)
+        entry = store.park(session, key, ids, reason, "test", delay_s=delay_s)
         return entry.id
 
 
@@ -50,7 +51,7 @@ def test_concurrent_dispatchers_claim_each_entry_once(world, db_url):
 
     def dispatcher() -> None:
         while True:
-            got = deadletters.claim_due(pipeline.sessions, limit=7)
+            got = replay.claim_due(pipeline.sessions, limit=7)
             if not got:
                 return
             with lock:
@@ -63,41 +64,6 @@ def test_concurrent_dispatchers_claim_each_entry_once(world, db_url):
         thread.join()
     assert len(claimed) == 60 and len(set(claimed)) == 60
     assert {e.status for e in world.dead_letters()} == {DeadLetterStatus.REPLAYING}
-
-
-@pytest.mark.parametrize("db_url", ["sqlite", "postgres"], indirect=True)
-def test_concurrent_parks_for_one_buffer_make_one_entry(world, db_url):
-    """A flush and several emits park ids of one buffer at the same moment: one entry,
-    every id in it."""
-    form = world.form()
-    sheet = world.sheet(form)
-    ids = world.answers(form, 40)
-    start = threading.Barrier(8)
-
-    def parker(chunk: list[str]) -> None:
-        start.wait()
-        park(world, form, sheet, chunk)
-
-    threads = [threading.Thread(target=parker, args=(ids[n::8],)) for n in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    [entry] = world.dead_letters()
-    assert world.ids_of(entry) == sorted(ids)
-
-
-def test_credential_entries_merge_and_wait_seven_days(world, pipeline):
-    form = world.form()
-    sheet = world.sheet(form)
-    ids = world.answers(form, 4)
-    first = park(world, form, sheet, ids[:2], delay_s=7 * 86400)
-    second = park(world, form, sheet, ids[1:], delay_s=7 * 86400)
-    assert first == second
-    [entry] = world.dead_letters()
-    assert world.ids_of(entry) == sorted(ids)
-    assert timedelta(days=6.9) < entry.next_attempt_at - utcnow() <= timedelta(days=7)
-    assert deadletters.claim_due(pipeline.sessions) == []  # not due
 
 
 def test_beat_dispatch_replays_on_the_scheduled_queue(world, worker, admin):
@@ -143,7 +109,7 @@ def test_replay_with_a_credential_google_still_refuses_waits_seven_more_days(
     ids = world.answers(form, 3)
     entry_id = park(world, form, sheet, ids)
     admin.revoke(f"google-{form.owner_id}")
-    [claimed] = deadletters.claim_due(pipeline.sessions)
+    [claimed] = replay.claim_due(pipeline.sessions)
     result = replay.replay(pipeline, claimed)
     assert result.requeued == 3
     wait_until(lambda: world.dead_letters()[0].status is DeadLetterStatus.PENDING)
@@ -165,7 +131,7 @@ def test_replay_waits_while_the_owner_has_not_reconnected(world, pipeline):
     entry_id = park(world, form, sheet, ids)
     with pipeline.sessions.begin() as session:
         session.get(GoogleCredential, form.owner_id).status = CredentialStatus.INVALID
-    [claimed] = deadletters.claim_due(pipeline.sessions)
+    [claimed] = replay.claim_due(pipeline.sessions)
     result = replay.replay(pipeline, claimed)
     assert result.requeued == 0 and "still INVALID" in result.summary
     [entry] = world.dead_letters()
@@ -184,7 +150,7 @@ def test_replay_into_a_deleted_spreadsheet_fails_permanently(world, worker, admi
     admin.delete_spreadsheet(sheet.spreadsheet_id)
     with pipeline.sessions.begin() as session:
         session.execute(update(DeadLetter).values(next_attempt_at=utcnow()))
-    [claimed] = deadletters.claim_due(pipeline.sessions)
+    [claimed] = replay.claim_due(pipeline.sessions)
     replay.replay(pipeline, claimed)
     wait_until(lambda: world.ledger_counts() == {"FAILED": 3})
     # The flush that parked them FAILED (settled for the replay) completed it: no beat.
@@ -229,7 +195,7 @@ def test_a_replay_with_every_answer_in_the_sheet_is_done_at_once(world):
     entry_id = park(world, form, sheet, ids)
     with world.pipeline.sessions.begin() as session:
         ledger.record(session, ids, sheet.spreadsheet_id, sheet.gid, TransactionType.COMPLETED)
-    assert deadletters.claim_due(world.pipeline.sessions) == [entry_id]
+    assert replay.claim_due(world.pipeline.sessions) == [entry_id]
     result = replay.replay(world.pipeline, entry_id)
     assert (result.requeued, result.key) == (0, None)
     assert world.dead_letters()[0].status is DeadLetterStatus.DONE
@@ -245,7 +211,7 @@ def test_completing_a_sheets_replays_waits_for_every_id_and_leaves_others(world)
     first = park(world, form, sheet, ids)
     second = park(world, form, other, ids)
     sessions = world.pipeline.sessions
-    assert sorted(deadletters.claim_due(sessions)) == sorted([first, second])
+    assert sorted(replay.claim_due(sessions)) == sorted([first, second])
     for entry_id in (first, second):
         replay.replay(world.pipeline, entry_id)  # ids ENQUEUED, entries requeued
 
@@ -260,12 +226,10 @@ def test_completing_a_sheets_replays_waits_for_every_id_and_leaves_others(world)
             return session.get(DeadLetter, entry_id).status
 
     settle(sheet, ids[:2])  # one run settled part of the entry
-    assert deadletters.complete_replays(sessions, sheet=(sheet.spreadsheet_id, sheet.gid)) == []
+    assert replay_end.complete_replays(sessions, sheet=(sheet.spreadsheet_id, sheet.gid)) == []
     settle(sheet, ids[2:])  # another run (another buffer) the rest
     settle(other, ids)
-    assert deadletters.complete_replays(sessions, sheet=(sheet.spreadsheet_id, sheet.gid)) == [
-        first
-    ]
+    assert replay_end.complete_replays(sessions, sheet=(sheet.spreadsheet_id, sheet.gid)) == [first]
     assert (status(first), status(second)) == (DeadLetterStatus.DONE, DeadLetterStatus.REPLAYING)
 
     # Claimed anew before the completion: it waits for its own requeue.
@@ -275,6 +239,6 @@ def test_completing_a_sheets_replays_waits_for_every_id_and_leaves_others(world)
             .where(DeadLetter.id == second)
             .values(updated_at=utcnow() - timedelta(hours=1))
         )
-    assert deadletters.claim_due(sessions) == [second]
-    assert deadletters.complete_replays(sessions, sheet=(other.spreadsheet_id, other.gid)) == []
+    assert replay.claim_due(sessions) == [second]
+    assert replay_end.complete_replays(sessions, sheet=(other.spreadsheet_id, other.gid)) == []
     assert status(second) is DeadLetterStatus.REPLAYING
