@@ -34,7 +34,7 @@ RATE_READ_PROJECT = f"{PREFIX}:rate:read:project"
 RATE_WRITE_PROJECT = f"{PREFIX}:rate:write:project"
 #: The project's queue of buffers waiting for a slot, per kind: its parts' key names
 #: (sheets/lua/rate_turn.lua says what each holds; the pace is rate_take.lua's).
-RATE_QUEUE_PARTS = ("queue", "turns", "parked", "expected", "debts", "clock", "pace")
+RATE_QUEUE_PARTS = ("queue", "turns", "parked", "expected", "debts", "clock", "lines", "pace")
 #: STRING per alert topic, set while a repeat of that alert is held back.
 ALERTED = f"{PREFIX}:alerted:"
 #: STRING per (owner, notification topic), set while a repeat is held back.
@@ -140,7 +140,9 @@ def rate_account_key(google_account_id: str, kind: RateKind) -> str:
 
 
 def rate_account_waiting_key(google_account_id: str, kind: RateKind) -> str:
-    """The account's waiting turns at the queue of ``kind``, in turn order (its line)."""
+    """The account's waiting buffers as the queue kept them before every account's line
+    moved into the queue's ``lines``: written no more, it expires on its own; what removes
+    an account's keys removes it too."""
     return f"{rate_account_key(google_account_id, kind)}:waiting"
 
 
@@ -157,6 +159,7 @@ class RateQueueKeys(NamedTuple):
     expected: str
     debts: str
     clock: str
+    lines: str
     pace: str
 
 

@@ -42,7 +42,7 @@ class RateTurn(Script[Turn]):
     expected: Key
     debts: Key
     clock: Key
-    line: Key
+    lines: Key
     window_ms: Arg[int]
     account_limit: Arg[int]
     project_limit: Arg[int]
@@ -102,7 +102,7 @@ class RateServed(Script[bool]):
     expected: Key
     debts: Key
     clock: Key
-    line: Key
+    lines: Key
     account_window: Key
     waiter: Arg[str]
     member: Arg[str]
@@ -124,12 +124,14 @@ class RateLeave(Script[None]):
     read_expected: Key
     read_debts: Key
     read_clock: Key
+    read_lines: Key
     write_queue: Key
     write_turns: Key
     write_parked: Key
     write_expected: Key
     write_debts: Key
     write_clock: Key
+    write_lines: Key
     waiter: Arg[str]
 
     def decode(self, reply: Any) -> None:

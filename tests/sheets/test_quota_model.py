@@ -2,7 +2,7 @@
 rate_leave.lua) held to the policy's reference model (sheetsync.sheets.quota_model): a
 stateful property test drives both with the same operations (reserve, take, a request of
 no buffer, leave) and compares, after each, the answer, every waiter's place and state,
-the clock and the accounts' debts.
+the clock, the accounts' debts and their lines.
 
 Time is kept out of it: a half-hour window (nothing frees while a case runs), a pace whose
 burst no case spends, nobody late or gone (the tuning's late and grace are a day), and
@@ -101,6 +101,15 @@ def machine_for(redis_url: str) -> type[RuleBasedStateMachine]:
             assert debts == self.model.debts
             assert int(client.get(queue.clock) or 0) == self.model.clock
 
+        @invariant()
+        def same_lines(self) -> None:
+            """Every account's line holds its turns, and only those."""
+            lines = {entry.decode() for entry in client.zrange(queue.lines, 0, -1)}
+            assert lines == {
+                f"{turn.account} {turn.rank():016x} {name}"
+                for name, turn in self.model.turns.items()
+            }
+
     return QuotaMachine
 
 
@@ -121,4 +130,4 @@ def check_policy(redis_url: str) -> Callable[[int], None]:
 
 
 def test_the_scripts_decide_as_the_policys_model(check_policy: Callable[[int], None]) -> None:
-    check_policy(150)
+    check_policy(100)

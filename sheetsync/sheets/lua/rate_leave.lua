@@ -1,26 +1,29 @@
 -- A buffer's run ended without waiting for a slot: it leaves both queues (reads' and
 -- writes'), and the slots of its turns it did not use are given back to its account
 -- (its next turn starts that much earlier). When nobody waits any more, no debt is kept.
-local read_queue = KEYS[1]          -- the reads' queue (rate_turn.lua's KEYS[4..9])
+local read_queue = KEYS[1]          -- the reads' queue (rate_turn.lua's KEYS[4..10])
 local read_turns = KEYS[2]
 local read_parked = KEYS[3]
 local read_expected = KEYS[4]
 local read_debts = KEYS[5]
 local read_clock = KEYS[6]
-local write_queue = KEYS[7]         -- the writes' queue
-local write_turns = KEYS[8]
-local write_parked = KEYS[9]
-local write_expected = KEYS[10]
-local write_debts = KEYS[11]
-local write_clock = KEYS[12]
+local read_lines = KEYS[7]
+local write_queue = KEYS[8]         -- the writes' queue
+local write_turns = KEYS[9]
+local write_parked = KEYS[10]
+local write_expected = KEYS[11]
+local write_debts = KEYS[12]
+local write_clock = KEYS[13]
+local write_lines = KEYS[14]
 local waiter = ARGV[1]              -- the buffer
 
-local function leave(queue, turns, parked, expected, debts, clock)
+local function leave(queue, turns, parked, expected, debts, clock, lines)
   local text = redis.call('HGET', turns, waiter)
   if text then
-    -- As rate_turn.lua's drop: "account start slot newcomer cost left"; the unused slots
-    -- given back.
-    local a, _, slot, _, _, left = string.match(text, '^(%S+) (%S+) (%S+) (%S+) (%S+) (%S+)$')
+    -- As rate_turn.lua's drop: "account start slot rank cost left"; out of its
+    -- account's line, the unused slots given back.
+    local a, _, slot, rank, _, left = string.match(text, '^(%S+) (%S+) (%S+) (%S+) (%S+) (%S+)$')
+    redis.call('ZREM', lines, string.format('%s %016x %s', a, tonumber(rank), waiter))
     local debt = tonumber(redis.call('ZSCORE', debts, a))
     if debt and tonumber(left) > 0 then
       debt = debt - tonumber(left) * tonumber(slot)
@@ -40,6 +43,7 @@ local function leave(queue, turns, parked, expected, debts, clock)
   end
 end
 
-leave(read_queue, read_turns, read_parked, read_expected, read_debts, read_clock)
-leave(write_queue, write_turns, write_parked, write_expected, write_debts, write_clock)
+leave(read_queue, read_turns, read_parked, read_expected, read_debts, read_clock, read_lines)
+leave(write_queue, write_turns, write_parked, write_expected, write_debts, write_clock,
+  write_lines)
 return 1

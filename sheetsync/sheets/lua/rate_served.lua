@@ -9,7 +9,7 @@ local parked = KEYS[3]                   -- turns whose account is full
 local expected = KEYS[4]                 -- when each waiter is expected
 local debts = KEYS[5]                    -- where each account's last turn ends
 local clock = KEYS[6]                    -- the start of the turn last served
-local line = KEYS[7]                     -- the account's waiting turns
+local lines = KEYS[7]                    -- every account's line (rate_turn.lua's)
 local account_window = KEYS[8]           -- the account's window
 local waiter = ARGV[1]                   -- the waiting buffer ('' for none)
 local member = ARGV[2]                   -- the request's member in the windows
@@ -20,17 +20,17 @@ if not redis.call('ZSCORE', account_window, member) then
 end
 local text = waiter ~= '' and redis.call('HGET', turns, waiter)
 if text then
-  local a, start, slot, n, c, left = string.match(text,
+  local a, start, slot, rank, c, left = string.match(text,
     '^(%S+) (%S+) (%S+) (%S+) (%S+) (%S+)$')  -- as rate_turn.lua's record
   local now_clock = math.max(tonumber(redis.call('GET', clock) or '0'), tonumber(start))
   redis.call('SET', clock, string.format('%d', now_clock), 'KEEPTTL')
   left = tonumber(left) - 1
   if left > 0 then
-    redis.call('HSET', turns, waiter, table.concat({a, start, slot, n, c, left}, ' '))
+    redis.call('HSET', turns, waiter, table.concat({a, start, slot, rank, c, left}, ' '))
   else
     redis.call('ZREM', queue, waiter)
     redis.call('ZREM', parked, waiter)
-    redis.call('ZREM', line, waiter)
+    redis.call('ZREM', lines, string.format('%s %016x %s', a, tonumber(rank), waiter))
     redis.call('HDEL', turns, waiter)
     redis.call('HDEL', expected, waiter)
   end

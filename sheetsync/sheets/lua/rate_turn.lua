@@ -15,7 +15,7 @@
 -- until the account frees, blocking nobody. Every waiter has an expected time; a free
 -- slot goes past waiters not expected yet or more than `late_ms` late, and one more than
 -- the grace late has gone away: its turn is dropped and its unused slots given back.
--- Returns {1, when it goes (ms), paced} when the request may go now (within the lead),
+-- Returns {1, when it goes (Redis ms), 0} when the request may go now (within the lead),
 -- else {0, ms until its turn is expected, ms until it may ask to take it} ({0, 0, 0} in
 -- reserve mode when it may go now).
 local account_window = KEYS[1]           -- the account's window (read only here)
@@ -28,7 +28,9 @@ local expected = KEYS[7]                 -- when each waiter is expected (HASH, 
 local debts = KEYS[8]                    -- where each account's last turn ends, for the
                                          -- accounts whose debt is past the clock (ZSET)
 local clock = KEYS[9]                    -- the start of the turn last served (STRING)
-local line = KEYS[10]                    -- the account's waiting turns by rank (ZSET)
+local lines = KEYS[10]                   -- every account's line: its turns in rank order,
+                                         -- '<account> <rank, 16 hex digits> <waiter>' (ZSET
+                                         -- of equal scores, read by lex ranges)
 local window_ms = tonumber(ARGV[1])      -- window (ms)
 local account_limit = tonumber(ARGV[2])  -- requests per window, per account
 local project_limit = tonumber(ARGV[3])  -- requests per window, per project
@@ -42,7 +44,7 @@ local lead_ms = tonumber(ARGV[9])        -- lead (ms)
 local grace_ms = tonumber(ARGV[10])      -- a waiter this late has gone away (ms)
 local late_ms = tonumber(ARGV[11])       -- a waiter this late holds no slot (ms)
 local UNIT = 720720                      -- a FREE slot's length in the clock's units: whole
-                                         -- for every weight up to 16, so ties are exact
+                                         -- for every whole weight up to 16: ties are exact
 local SCAN = 32                          -- queue heads looked at past the free slots
 local BURST = 0.1                        -- the pace lets this share of a window's slots go
                                          -- at once (requests that come late catch up)
@@ -52,29 +54,36 @@ local ttl = 4 * window_ms + grace_ms
 local spacing = window_ms / project_limit
 local the_clock = tonumber(redis.call('GET', clock) or '0')
 
--- A turn: "account start slot newcomer cost left" (slot: one slot's length; newcomer 0
--- or 1; left: its slots not used yet).
+-- A turn: "account start slot rank cost left" (slot: one slot's length; rank: its place
+-- in the queue, see `rank`; left: its slots not used yet).
 local function record(name)
   local text = redis.call('HGET', turns, name)
   if not text then
     return nil
   end
-  local a, s, l1, n, c, l = string.match(text, '^(%S+) (%S+) (%S+) (%S+) (%S+) (%S+)$')
-  return {account = a, start = tonumber(s), slot = tonumber(l1), newcomer = n == '1',
+  local a, s, l1, r, c, l = string.match(text, '^(%S+) (%S+) (%S+) (%S+) (%S+) (%S+)$')
+  return {account = a, start = tonumber(s), slot = tonumber(l1), rank = tonumber(r),
           cost = tonumber(c), left = tonumber(l)}
 end
 
 -- The explicit order of turns: by tag (where the first slot ends), a newcomer's first
 -- when two tags are equal (then by name).
-local function rank(turn)
-  return 2 * (turn.start + turn.slot) + (turn.newcomer and 0 or 1)
+local function rank(start, slot, newcomer)
+  return 2 * (start + slot) + (newcomer and 0 or 1)
 end
 
--- A turn that will not be used: out of every key but its account's line (the account's
--- own calls drop it there), its unused slots given back to its account's debt.
--- (rate_leave.lua does the same.)
+-- The turn's place in its account's line (rate_served.lua and rate_leave.lua remove it).
+local function in_line(turn, name)
+  return string.format('%s %016x %s', turn.account, turn.rank, name)
+end
+
+-- A turn that will not be used: out of every key, its unused slots given back to its
+-- account's debt (rate_leave.lua does the same).
 local function drop(name)
   local turn = record(name)
+  if turn then
+    redis.call('ZREM', lines, in_line(turn, name))
+  end
   if turn and turn.left > 0 then
     local debt = tonumber(redis.call('ZSCORE', debts, turn.account))
     if debt then
@@ -97,13 +106,14 @@ local function charge()
   local debt = tonumber(redis.call('ZSCORE', debts, account))
   local newcomer = debt == nil or debt <= the_clock
   local start = newcomer and the_clock or debt
-  local turn = {account = account, start = start, newcomer = newcomer, cost = cost,
-                left = cost, slot = math.floor(UNIT / weight + 0.5)}
-  redis.call('ZADD', debts, start + cost * turn.slot, account)
-  redis.call('HSET', turns, waiter, string.format('%s %d %d %d %d %d', account, start,
-    turn.slot, newcomer and 1 or 0, cost, cost))
-  redis.call('ZADD', queue, rank(turn), waiter)
-  redis.call('ZADD', line, rank(turn), waiter)
+  local slot = math.floor(UNIT / weight + 0.5)
+  local turn = {account = account, start = start, slot = slot, cost = cost, left = cost,
+                rank = rank(start, slot, newcomer)}
+  redis.call('ZADD', debts, start + cost * slot, account)
+  redis.call('HSET', turns, waiter, string.format('%s %d %d %d %d %d', account, start, slot,
+    turn.rank, cost, cost))
+  redis.call('ZADD', queue, turn.rank, waiter)
+  redis.call('ZADD', lines, 0, in_line(turn, waiter))
   return turn
 end
 
@@ -131,7 +141,7 @@ for _, name in ipairs(redis.call('ZRANGEBYSCORE', parked, '-inf', now, 'LIMIT', 
   redis.call('ZREM', parked, name)
   local turn = record(name)
   if turn then
-    redis.call('ZADD', queue, rank(turn), name)
+    redis.call('ZADD', queue, turn.rank, name)
   end
 end
 
@@ -147,7 +157,6 @@ if waiter ~= '' then
   end
   if turn then
     in_parked = redis.call('ZSCORE', parked, waiter) ~= false
-    redis.call('ZADD', line, rank(turn), waiter)  -- (the line may have expired before it)
   else
     turn = charge()
   end
@@ -156,27 +165,22 @@ end
 
 -- Who goes before it: the queue's lower ranks (a request of no buffer stands behind the
 -- whole queue), and, before its account's window lets it go, the slots its account's
--- turns ahead of it still need (gone turns are dropped from the line on the way).
+-- turns ahead of it still need (a request of no buffer: all of them).
 local ahead
 if in_parked then
-  ahead = redis.call('ZCOUNT', queue, '-inf', string.format('(%d', rank(turn)))
+  ahead = redis.call('ZCOUNT', queue, '-inf', string.format('(%d', turn.rank))
 elseif waiter ~= '' then
   ahead = redis.call('ZRANK', queue, waiter)
 else
   ahead = redis.call('ZCARD', queue)
 end
-local mine = waiter ~= '' and redis.call('ZRANK', line, waiter)
-local in_line = mine or redis.call('ZCARD', line)
-local account_ahead = math.max(in_line - SCAN, 0)
-if in_line > 0 then
-  for _, name in ipairs(redis.call('ZRANGE', line, 0, math.min(in_line, SCAN) - 1)) do
-    local other = record(name)
-    if other then
-      account_ahead = account_ahead + other.left
-    else
-      redis.call('ZREM', line, name)
-    end
-  end
+local first = '[' .. account .. ' '
+local before = waiter ~= '' and '(' .. in_line(turn, waiter) or '(' .. account .. '!'
+local in_front = redis.call('ZLEXCOUNT', lines, first, before)
+local account_ahead = math.max(in_front - SCAN, 0)
+for _, entry in ipairs(redis.call('ZRANGEBYLEX', lines, first, before, 'LIMIT', 0, SCAN)) do
+  local other = record(string.match(entry, '^%S+ %S+ (.*)$'))
+  account_ahead = account_ahead + (other and other.left or 1)
 end
 
 local project_count = held(project_window)
@@ -206,7 +210,7 @@ if ahead > 0 then
   end
 end
 
-for _, key in ipairs({queue, turns, parked, expected, debts, clock, line}) do
+for _, key in ipairs({queue, turns, parked, expected, debts, clock, lines}) do
   redis.call('PEXPIRE', key, ttl)
 end
 
