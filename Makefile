@@ -66,26 +66,31 @@ browser:
 # The suite in tiers. `make test` runs everything: the tests in parallel (pytest-xdist,
 # TEST_WORKERS processes, each with its own redis-server and emulator), then the few that
 # assert a real-time bound (marked `timing`) alone, so a busy neighbour cannot fail them.
-# `make test-fast` leaves out the long whole-stack tests (slow), the chaos run, the browser
-# and the Docker checks: the loop to run while working. PYTEST_ARGS adds options to both.
+# `make test-fast` is the loop to run while working, about a minute: the tests that start
+# no other process (the tests' redis-server and the in-process emulator are shared), less
+# the `timing` ones, with a tenth of each hypothesis property's examples
+# (tests/support/examples.py). The worker, subprocess, whole-stack, chaos, browser and
+# Docker tests are `make test`'s. PYTEST_ARGS adds options to each.
 TEST_WORKERS ?= 3
+# Test modules' bytecode (their rewritten asserts) is kept between runs, whatever the
+# shell says: each pytest process otherwise rewrites every module again (4 s of each start).
+export PYTHONDONTWRITEBYTECODE :=
 PYTEST_ARGS ?=
 PARALLEL := -n $(TEST_WORKERS) --dist worksteal
-FAST := not slow and not chaos and not browser and not docker
+FAST := not slow and not chaos and not browser and not docker and not process and not worker
 
 test: install browser
 	$(BIN)/pytest $(PARALLEL) -m "not timing" $(PYTEST_ARGS)
 	$(BIN)/pytest -m timing $(PYTEST_ARGS)
 
 test-fast: install
-	$(BIN)/pytest $(PARALLEL) -m "$(FAST) and not timing" $(PYTEST_ARGS)
-	$(BIN)/pytest -m "$(FAST) and timing" $(PYTEST_ARGS)
+	SHEETSYNC_TEST_TIER=fast $(BIN)/pytest $(PARALLEL) -m "$(FAST) and not timing" $(PYTEST_ARGS)
 
 # `make test-unit`: the tests that start nothing, in seconds: no Redis, emulator, worker,
 # subprocess, PostgreSQL, browser or Docker (marked `unit` by tests/support/tiers.py from
 # the fixtures and helpers they use), less the `timing` ones (real-time waits, run alone by
 # the other targets) and the `hypothesis` properties (thousands of examples: 14 of its 33 s
-# here); test-fast and test run both. One process: collecting twice costs what a second
+# here); test runs both. One process: collecting twice costs what a second
 # one saves. A test of the tier that starts a process or asks for Redis fails, saying so.
 test-unit: install
 	$(BIN)/pytest -m "unit and not timing and not hypothesis" $(PYTEST_ARGS)

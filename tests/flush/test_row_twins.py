@@ -26,6 +26,7 @@ from zoneinfo import ZoneInfo
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from support.examples import examples
 
 from sheetsync.crypto import Keyring, answer_value_context
 from sheetsync.errors import AnswerError, MissingKeyError
@@ -65,7 +66,7 @@ PLAIN = ("name", "interests", "count", "when", "rating")
 #: Hypothesis settings for the row properties: the machine may be busy (no deadline);
 #: no example database in the tree.
 ROWS = settings(
-    max_examples=300,
+    max_examples=examples(300),
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
@@ -511,7 +512,7 @@ def _wall_time(value: datetime, zone: tzinfo) -> str:
     )
 
 
-@settings(max_examples=2000, deadline=None, database=None)
+@settings(max_examples=examples(2000), deadline=None, database=None)
 @given(times())
 def test_format_time_gives_the_local_wall_time(zone_and_time: tuple[tzinfo, datetime]) -> None:
     zone, value = zone_and_time
