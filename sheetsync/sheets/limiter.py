@@ -151,8 +151,8 @@ class RateLimiter:
     ) -> float:
         """Seconds until ``waiter`` (a buffer) may send its next batch's writes; 0 when
         it may go now. Takes nothing: the waiter keeps its place in the queue, with a turn
-        of ``cost`` writes (2 when a header goes before the append). A turn the waiter
-        has begun to use ends here (the next batch's is a new one).
+        of ``cost`` writes (2 when a header goes before the append). A turn it holds keeps
+        its place, and gives back the slots beyond ``cost``.
 
         A flush asks before it builds a batch, so a rate-limited run reschedules to its
         turn without hydrating, decrypting and building rows it cannot send yet.

@@ -68,8 +68,10 @@ class QuotaModel:
 
     def reserve(self, account: str, waiter: str, weight: float, cost: int) -> Answer:
         turn = self.turns.get(waiter)
-        if turn is not None and turn.left < turn.cost:
-            self._drop(waiter)
+        if turn is not None and turn.left > cost:
+            if self._give_back(turn, turn.left - cost):
+                turn.cost -= turn.left - cost
+            turn.left = cost
         return self._ask(account, waiter, weight, cost, take=False)
 
     def take(self, account: str, waiter: str, weight: float) -> Answer:
@@ -124,13 +126,20 @@ class QuotaModel:
     def _drop(self, waiter: str) -> None:
         turn = self.turns.pop(waiter, None)
         self.parked.discard(waiter)
-        if turn is None or turn.left == 0 or turn.account not in self.debts:
-            return
-        debt = self.debts[turn.account] - turn.left * turn.slot
+        if turn is not None:
+            self._give_back(turn, turn.left)
+
+    def _give_back(self, turn: TurnState, slots: int) -> bool:
+        """Slots of the end of ``turn``'s charge, given back if it is its account's last
+        turn (from an earlier one they would let its next turn pass its own)."""
+        if slots == 0 or self.debts.get(turn.account) != turn.start + turn.cost * turn.slot:
+            return False
+        debt = self.debts[turn.account] - slots * turn.slot
         if debt <= self.clock:
             del self.debts[turn.account]
         else:
             self.debts[turn.account] = debt
+        return True
 
     def _serve(self, account: str, waiter: str) -> None:
         self.used[account] = self.used.get(account, 0) + 1

@@ -185,3 +185,21 @@ def test_a_first_writes_turn_costs_two_of_its_accounts_slots(redis_url: str) -> 
         gaps_s[cost] = limiter.reserve(account, f"{account}-behind") - first_wait
     assert gaps_s[1] < 1  # both slots free at once: one each
     assert gaps_s[2] > 25  # the first write takes both: the next one frees a window later
+
+
+def test_a_run_back_for_its_append_keeps_its_turn(redis_url: str) -> None:
+    # Its header took the window's last slot and its append was refused: the run ended,
+    # and the next one asks for the one slot its batch still needs, in the same turn.
+    settings = Settings.load(
+        rate_window_s=30, rate_margin_s=0, rate_limit_per_account=100, rate_limit_per_project=2
+    )
+    limiter = RateLimiter(redis.Redis.from_url(redis_url), settings)
+    limiter.take("filler")
+    assert limiter.reserve("first", "first-sheet", cost=2) == 0
+    limiter.take("first", waiter="first-sheet")  # the header
+    for n in range(5):
+        limiter.reserve(f"other{n}", f"other-{n}")
+    with pytest.raises(RateLimited):
+        limiter.take("first", waiter="first-sheet")  # the append: the run ends
+    assert limiter.reserve("first", "first-sheet", cost=1) > 20  # the next run
+    assert ahead(limiter, "first-sheet") == 0

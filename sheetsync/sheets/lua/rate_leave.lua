@@ -1,6 +1,7 @@
 -- A buffer's run ended without waiting for a slot: it leaves both queues (reads' and
--- writes'), and the slots of its turns it did not use are given back to its account
--- (its next turn starts that much earlier). When nobody waits any more, no debt is kept.
+-- writes'), and the slots of its turns it did not use are given back to its account (its
+-- next turn starts that much earlier) when it was the account's last turn, as rate_turn.lua's
+-- drop says why. When nobody waits any more, no debt is kept.
 local read_queue = KEYS[1]          -- the reads' queue (rate_turn.lua's KEYS[4..10])
 local read_turns = KEYS[2]
 local read_parked = KEYS[3]
@@ -22,10 +23,11 @@ local function leave(queue, turns, parked, expected, debts, clock, lines)
   if text then
     -- As rate_turn.lua's drop: "account start slot rank cost left"; out of its
     -- account's line, the unused slots given back.
-    local a, _, slot, rank, _, left = string.match(text, '^(%S+) (%S+) (%S+) (%S+) (%S+) (%S+)$')
+    local a, start, slot, rank, cost, left = string.match(text,
+      '^(%S+) (%S+) (%S+) (%S+) (%S+) (%S+)$')
     redis.call('ZREM', lines, string.format('%s %016x %s', a, tonumber(rank), waiter))
     local debt = tonumber(redis.call('ZSCORE', debts, a))
-    if debt and tonumber(left) > 0 then
+    if tonumber(left) > 0 and debt == tonumber(start) + tonumber(cost) * tonumber(slot) then
       debt = debt - tonumber(left) * tonumber(slot)
       if debt <= tonumber(redis.call('GET', clock) or '0') then
         redis.call('ZREM', debts, a)

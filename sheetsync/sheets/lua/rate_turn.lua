@@ -77,23 +77,34 @@ local function in_line(turn, name)
   return string.format('%s %016x %s', turn.account, turn.rank, name)
 end
 
--- A turn that will not be used: out of every key, its unused slots given back to its
--- account's debt (rate_leave.lua does the same).
+-- Give back `slots` of a turn not used (the end of its charge) if it is its account's
+-- last turn: from an earlier one they would let the account's next turn tie with or pass
+-- its own turns waiting, whose times were told. rate_leave.lua does the same.
+local function give_back(turn, slots)
+  local debt = tonumber(redis.call('ZSCORE', debts, turn.account))
+  if slots == 0 or debt ~= turn.start + turn.cost * turn.slot then
+    return false
+  end
+  debt = debt - slots * turn.slot
+  if debt <= the_clock then
+    redis.call('ZREM', debts, turn.account)
+  else
+    redis.call('ZADD', debts, debt, turn.account)
+  end
+  return true
+end
+
+local function save(turn, name)
+  redis.call('HSET', turns, name, string.format('%s %d %d %d %d %d', turn.account, turn.start,
+    turn.slot, turn.rank, turn.cost, turn.left))
+end
+
+-- A turn that will not be used: out of every key, its unused slots given back.
 local function drop(name)
   local turn = record(name)
   if turn then
     redis.call('ZREM', lines, in_line(turn, name))
-  end
-  if turn and turn.left > 0 then
-    local debt = tonumber(redis.call('ZSCORE', debts, turn.account))
-    if debt then
-      debt = debt - turn.left * turn.slot
-      if debt <= the_clock then
-        redis.call('ZREM', debts, turn.account)
-      else
-        redis.call('ZADD', debts, debt, turn.account)
-      end
-    end
+    give_back(turn, turn.left)
   end
   redis.call('ZREM', queue, name)
   redis.call('ZREM', parked, name)
@@ -110,8 +121,7 @@ local function charge()
   local turn = {account = account, start = start, slot = slot, cost = cost, left = cost,
                 rank = rank(start, slot, newcomer)}
   redis.call('ZADD', debts, start + cost * slot, account)
-  redis.call('HSET', turns, waiter, string.format('%s %d %d %d %d %d', account, start, slot,
-    turn.rank, cost, cost))
+  save(turn, waiter)
   redis.call('ZADD', queue, turn.rank, waiter)
   redis.call('ZADD', lines, 0, in_line(turn, waiter))
   return turn
@@ -145,15 +155,18 @@ for _, name in ipairs(redis.call('ZRANGEBYSCORE', parked, '-inf', now, 'LIMIT', 
   end
 end
 
--- The waiter's turn: its own, or a new one. A reserve starts a batch: a turn that has
--- used slots ends there (its unused ones given back) and a new one is charged.
+-- The waiter's turn: its own, or a new one. A reserve says what its batch needs: a turn
+-- left with more slots keeps its place and gives the rest back.
 local turn = nil
 local in_parked = false
 if waiter ~= '' then
   turn = record(waiter)
-  if turn and mode == 'reserve' and turn.left < turn.cost then
-    drop(waiter)
-    turn = nil
+  if turn and mode == 'reserve' and turn.left > cost then
+    if give_back(turn, turn.left - cost) then
+      turn.cost = turn.cost - (turn.left - cost)
+    end
+    turn.left = cost
+    save(turn, waiter)
   end
   if turn then
     in_parked = redis.call('ZSCORE', parked, waiter) ~= false
