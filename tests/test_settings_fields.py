@@ -95,6 +95,12 @@ def test_a_check_gets_a_secret_as_text_and_a_key_list_item_by_item() -> None:
     assert isinstance(settings.web_token, SecretStr)
 
 
+def test_a_huge_retry_count_is_one_line_not_an_overflow() -> None:
+    with pytest.raises(ConfigError) as raised:
+        Settings.load(retry_max=7200)
+    assert str(raised.value).startswith("SHEETSYNC_RETRY_BASE_S: gives a countdown of "), raised
+
+
 def test_an_empty_value_unsets_the_same_optional_settings() -> None:
     settings = Settings.load(**dict.fromkeys(EMPTY_IS_UNSET, ""))
     assert {name for name in EMPTY_IS_UNSET if getattr(settings, name) is not None} == set()

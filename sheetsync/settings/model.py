@@ -94,7 +94,8 @@ class Settings(Fields):
         # Celery's Redis transport runs a task twice once its countdown passes the
         # visibility timeout, so every delay sent as a countdown must stay below it.
         limit = self.visibility_timeout_s
-        longest_retry = self.retry_base_s * 2**self.retry_max
+        # (a float power: 2 ** 7200 as an int times a float would raise OverflowError)
+        longest_retry = self.retry_base_s * 2.0 ** min(self.retry_max, 1000)
         for name, value in (
             ("flush_delay_s", self.flush_delay_s),
             ("rate_window_s", self.rate_window_s + self.rate_margin_s),
