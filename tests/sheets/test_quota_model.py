@@ -17,6 +17,7 @@ import redis
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
+from support.examples import examples
 
 from sheetsync.keys import rate_queue_keys
 from sheetsync.settings import Settings
@@ -115,13 +116,14 @@ def machine_for(redis_url: str) -> type[RuleBasedStateMachine]:
 
 @pytest.fixture
 def check_policy(redis_url: str) -> Callable[[int], None]:
-    def check(examples: int) -> None:
+    def check(full: int) -> None:
         run_state_machine_as_test(
             machine_for(redis_url),
             settings=settings(
-                max_examples=examples,
+                max_examples=examples(full),
                 stateful_step_count=40,
                 deadline=None,
+                database=None,
                 suppress_health_check=[HealthCheck.too_slow],
             ),
         )
