@@ -11,7 +11,7 @@ import redis
 
 from sheetsync.errors import RateLimited
 from sheetsync.settings import Settings
-from sheetsync.sheets.limiter import RateLimiter
+from sheetsync.sheets.limiter import QueueTuning, RateLimiter
 
 PRO = 4.0
 
@@ -203,3 +203,21 @@ def test_a_run_back_for_its_append_keeps_its_turn(redis_url: str) -> None:
         limiter.take("first", waiter="first-sheet")  # the append: the run ends
     assert limiter.reserve("first", "first-sheet", cost=1) > 20  # the next run
     assert ahead(limiter, "first-sheet") == 0
+
+
+def test_a_waiter_past_its_time_holds_none_of_its_accounts_slots(redis_url: str) -> None:
+    # The same in its account's line: the account's freed slot goes to the next of its
+    # buffers present, and the late one keeps its place for the slot after.
+    settings = Settings.load(
+        rate_window_s=0.4, rate_margin_s=0, rate_limit_per_account=1, rate_limit_per_project=100
+    )
+    limiter = RateLimiter(
+        redis.Redis.from_url(redis_url), settings, tuning=QueueTuning(grace_ms=60_000)
+    )
+    limiter.take("acct")
+    wait_s = limiter.reserve("acct", "late-sheet")
+    assert limiter.reserve("acct", "present-sheet") > wait_s
+    time.sleep(wait_s + 0.1)  # the late waiter's slot came 0.1 s ago; it did not
+    assert limiter.reserve("acct", "present-sheet") == 0
+    limiter.take("acct", waiter="present-sheet")
+    assert ahead(limiter, "late-sheet") == 0

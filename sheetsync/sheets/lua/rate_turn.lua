@@ -190,10 +190,17 @@ end
 local first = '[' .. account .. ' '
 local before = waiter ~= '' and '(' .. in_line(turn, waiter) or '(' .. account .. '!'
 local in_front = redis.call('ZLEXCOUNT', lines, first, before)
+-- Those late hold none of the account's slots, as at the queue: an idle slot is lost.
 local account_ahead = math.max(in_front - SCAN, 0)
+local account_present_ahead = account_ahead
 for _, entry in ipairs(redis.call('ZRANGEBYLEX', lines, first, before, 'LIMIT', 0, SCAN)) do
-  local other = record(string.match(entry, '^%S+ %S+ (.*)$'))
-  account_ahead = account_ahead + (other and other.left or 1)
+  local name = string.match(entry, '^%S+ %S+ (.*)$')
+  local other = record(name)
+  local left = other and other.left or 1
+  account_ahead = account_ahead + left
+  if tonumber(redis.call('HGET', expected, name) or '0') >= now - late_ms then
+    account_present_ahead = account_present_ahead + left
+  end
 end
 
 local project_count = held(project_window)
@@ -244,10 +251,11 @@ end
 -- of it in the line could use.
 local horizon = math.min(lead_ms, HORIZON)
 local account_at = opens(account_window, account_count, account_limit, account_ahead)
+local account_go = opens(account_window, account_count, account_limit, account_present_ahead)
 -- When it may go if those ahead and not expected yet stay away, and when its turn is
 -- expected if everyone ahead takes theirs.
 local project_at = slot_for(due_ahead)
-local at = math.max(project_at, account_at)
+local at = math.max(project_at, account_go)
 local expected_at = math.max(slot_for(ahead), account_at)
 
 local function fits(t)
@@ -257,7 +265,7 @@ end
 
 -- Those ahead in its account's line keep their slots: it goes only when there is one for
 -- each of them too.
-local next_in_line = account_ahead < math.max(account_free, 1)
+local next_in_line = account_present_ahead < math.max(account_free, 1)
 if mode == 'take' and next_in_line and at <= now + horizon then
   return {1, at, 0}
 end
