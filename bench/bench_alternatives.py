@@ -59,8 +59,8 @@ from sheetsync import ledger  # noqa: E402
 from sheetsync.buffers.push import push  # noqa: E402
 from sheetsync.dev.local import WorkerProcess  # noqa: E402
 from sheetsync.dev.seed import SeededForm  # noqa: E402
-from sheetsync.keys import BufferKey  # noqa: E402
 from sheetsync.models import TransactionType  # noqa: E402
+from sheetsync.redis_keys import BufferKey  # noqa: E402
 
 #: Outside the work tree: .gitignore does not cover a .bench/ folder.
 DEFAULT_VENV = Path(tempfile.gettempdir()) / "sheetsync-bench" / "venv-celery-batches"

@@ -50,8 +50,8 @@ from bench_pipeline import (  # noqa: E402
 
 from sheetsync import emit_answer_submitted, ledger  # noqa: E402
 from sheetsync.buffers.push import push  # noqa: E402
-from sheetsync.keys import BufferKey  # noqa: E402
 from sheetsync.models import SheetTransaction, TransactionType  # noqa: E402
+from sheetsync.redis_keys import BufferKey  # noqa: E402
 
 RUN_RECEIVED = re.compile(rb"Task sheetsync\.flush\.run\[[^\]]+\] received")
 RUN_ENDED = re.compile(rb"Task sheetsync\.flush\.run\[[^\]]+\] succeeded in [\d.]+s: '(\w+):")

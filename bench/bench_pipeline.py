@@ -32,8 +32,8 @@ from sheetsync import crypto, ledger  # noqa: E402
 from sheetsync.db import upgrade  # noqa: E402
 from sheetsync.dev.local import WorkerProcess, ensure_redis, start_celery_worker  # noqa: E402
 from sheetsync.dev.seed import SeededForm, link_sheet, seed_answers, seed_form  # noqa: E402
-from sheetsync.keys import BufferKey  # noqa: E402
 from sheetsync.models import TransactionType  # noqa: E402
+from sheetsync.redis_keys import BufferKey  # noqa: E402
 
 QUEUES = ("sheetsync_priority", "sheetsync_default", "sheetsync_scheduled")
 GENEROUS = 1_000_000

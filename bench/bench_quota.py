@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 
 from sheetsync.dev.local import start_redis_server  # noqa: E402
 from sheetsync.errors import RateLimited  # noqa: E402
-from sheetsync.keys import RateKind, rate_account_key, rate_project_key  # noqa: E402
+from sheetsync.redis_keys import RateKind, rate_account_key, rate_project_key  # noqa: E402
 from sheetsync.settings import Settings  # noqa: E402
 from sheetsync.sheets.limiter import FREE_WEIGHT, RateLimiter  # noqa: E402
 

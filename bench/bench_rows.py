@@ -52,8 +52,8 @@ from sheetsync.flush import intents
 from sheetsync.flush.hydrate import fetch_answers, gc_paused
 from sheetsync.flush.layout import load_layout
 from sheetsync.flush.rows import RowBuilder
-from sheetsync.keys import BufferKey
 from sheetsync.models import QuestionType, TransactionType
+from sheetsync.redis_keys import BufferKey
 from sheetsync.settings import Settings
 
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"

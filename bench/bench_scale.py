@@ -45,8 +45,8 @@ from sheetsync import crypto  # noqa: E402
 from sheetsync.db import upgrade  # noqa: E402
 from sheetsync.dev.local import start_redis_server  # noqa: E402
 from sheetsync.dev.seed import link_sheet, seed_form  # noqa: E402
-from sheetsync.keys import DUE_INDEX, BufferKey  # noqa: E402
 from sheetsync.models import SheetTransaction, SubmissionAnswer, TransactionType, utcnow  # noqa: E402
+from sheetsync.redis_keys import DUE_INDEX, BufferKey  # noqa: E402
 
 QUEUE = "sheetsync_default"
 TARGETS_PER_CALL = 500

@@ -32,16 +32,6 @@ from sqlalchemy.orm import Session, sessionmaker
 from sheets_emulator import EmulatorAdmin, EmulatorError
 from sheetsync import check_settings, crypto, db, emit_answer_submitted, redis_urls
 from sheetsync.errors import SheetSyncError
-from sheetsync.keys import (
-    ALERTED,
-    BUFFER_INDEX,
-    DUE_INDEX,
-    RATE_KINDS,
-    BufferKey,
-    rate_account_key,
-    rate_account_waiting_key,
-    rate_queue_keys,
-)
 from sheetsync.models import (
     GoogleCredential,
     Plan,
@@ -56,6 +46,16 @@ from sheetsync.models import (
     User,
 )
 from sheetsync.ops import heartbeats
+from sheetsync.redis_keys import (
+    ALERTED,
+    BUFFER_INDEX,
+    DUE_INDEX,
+    RATE_KINDS,
+    BufferKey,
+    rate_account_key,
+    rate_account_waiting_key,
+    rate_queue_keys,
+)
 from sheetsync.settings import get_settings
 from sheetsync.text import mask_url
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import redis
 
-from sheetsync.keys import alert_once_key
+from sheetsync.redis_keys import alert_once_key
 from sheetsync.settings import Settings, get_settings
 from sheetsync.webhooks import WebhookError, post_json
 

@@ -25,8 +25,8 @@ from sqlalchemy.orm import Session
 
 from sheetsync.dispatch import queue_for_plan
 from sheetsync.errors import SheetSyncError
-from sheetsync.keys import BufferKey
 from sheetsync.models import SpreadSheet, Submission, User
+from sheetsync.redis_keys import BufferKey
 from sheetsync.settings import get_settings
 from sheetsync.settings.checks import import_callable
 

@@ -42,7 +42,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-#: Longest id the pipeline accepts (``[A-Za-z0-9_-]{1,128}``, see :mod:`sheetsync.keys`).
+#: Longest id the pipeline accepts (``[A-Za-z0-9_-]{1,128}``, see :mod:`sheetsync.redis_keys`).
 ID_LENGTH = 128
 #: Room for every enum's names, with space to add values without a migration.
 ENUM_LENGTH = 32

@@ -15,12 +15,12 @@ dotted path ``package.module:function`` to a callable that takes a :class:`Notif
 A notification carries ids and a fixed message, never answer values, tokens or error
 text from Google. Its ids are checked before any hook sees them (:func:`field_problem`):
 the owner, the form and the spreadsheet as the ids a key may hold
-(:func:`sheetsync.keys.check_id`), the link as a positive integer. A notification with
+(:func:`sheetsync.redis_keys.check_id`), the link as a positive integer. A notification with
 any other value (a task from the broker is text from outside) is dropped with one log
 line that shows the value clipped, never whole.
 
 **At most once per (owner, topic) an hour.** :func:`notify` claims a Redis key
-(``SET NX EX``, :func:`sheetsync.keys.owner_notified_key`) before anything is sent, so a
+(``SET NX EX``, :func:`sheetsync.redis_keys.owner_notified_key`) before anything is sent, so a
 busy form whose every flush fails sends one notification. A claim that Redis cannot
 make (Redis down) sends anyway: better twice than never.
 
@@ -59,8 +59,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from sheetsync.dispatch import get_dispatcher
 from sheetsync.errors import SheetSyncError, ValidationError
-from sheetsync.keys import BufferKey, check_id, owner_notified_key
 from sheetsync.models import SpreadSheet
+from sheetsync.redis_keys import BufferKey, check_id, owner_notified_key
 from sheetsync.settings import Settings, get_settings
 from sheetsync.settings.checks import import_callable
 from sheetsync.text import clip
@@ -83,7 +83,7 @@ MESSAGES = {
 }
 
 
-#: What an owner, form or spreadsheet id may look like (:func:`sheetsync.keys.check_id`).
+#: What an owner, form or spreadsheet id may look like (:func:`sheetsync.redis_keys.check_id`).
 ID_SHAPE = "letters, digits, - and _, 1 to 128 of them"
 #: ``spread_sheet.id`` is a BIGINT.
 MAX_LINK_ID = 2**63 - 1
@@ -158,9 +158,9 @@ def field_problem(
     *, owner: object, form_id: object, link_id: object, spreadsheet_id: object
 ) -> str | None:
     """Why a notification's ids are not what the schema holds, or None. The owner
-    (``users.id``) names a Redis key (:func:`sheetsync.keys.owner_notified_key`); the
+    (``users.id``) names a Redis key (:func:`sheetsync.redis_keys.owner_notified_key`); the
     form (``submission.id``) and Google's spreadsheet id are key parts of every buffer:
-    all three are checked as :func:`sheetsync.keys.check_id` checks a key's ids. The link
+    all three are checked as :func:`sheetsync.redis_keys.check_id` checks a key's ids. The link
     is ``spread_sheet.id``, a positive integer."""
     ids = {"owner": owner, "form_id": form_id, "spreadsheet_id": spreadsheet_id}
     for name, value in ids.items():

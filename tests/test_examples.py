@@ -23,8 +23,8 @@ from support.paths import ROOT
 from sheets_emulator import EmulatorAdmin, EmulatorServer
 from sheetsync.crypto import generate_key
 from sheetsync.db import make_engine
-from sheetsync.keys import BUFFER_INDEX, DUE_INDEX
 from sheetsync.models import GoogleCredential, SpreadSheet
+from sheetsync.redis_keys import BUFFER_INDEX, DUE_INDEX
 from sheetsync.settings import NON_SETTING_VARIABLES
 
 EXAMPLE = ROOT / "examples" / "minimal.py"

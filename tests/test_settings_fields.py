@@ -13,7 +13,7 @@ from pydantic_settings import BaseSettings
 
 from sheetsync.crypto import generate_key
 from sheetsync.errors import ConfigError
-from sheetsync.keys import RATE_KINDS
+from sheetsync.redis_keys import RATE_KINDS
 from sheetsync.settings import Process, RateLimits, Setting, Settings, setting_of
 from sheetsync.settings import checks as setting_checks
 

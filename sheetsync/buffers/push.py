@@ -13,7 +13,7 @@ from kombu.exceptions import OperationalError as BrokerError
 
 from sheetsync.buffers.store import BufferStore
 from sheetsync.dispatch import FlushTask, send_all
-from sheetsync.keys import BufferKey
+from sheetsync.redis_keys import BufferKey
 from sheetsync.text import duration, mask_url
 
 log = logging.getLogger(__name__)

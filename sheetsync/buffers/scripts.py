@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple, TypedDict
 
 from sheetsync.dispatch import FlushTask
-from sheetsync.keys import BUFFER_INDEX, DUE_INDEX, BufferKey
 from sheetsync.lua.contract import Arg, Each, Flag, Key, Rest, Script, as_text
+from sheetsync.redis_keys import BUFFER_INDEX, DUE_INDEX, BufferKey
 
 #: ``trim``'s last row when the sheet's end did not change.
 KEEP_LAST_ROW = ""

@@ -35,7 +35,8 @@ from sheetsync.buffers.scripts import (
 )
 from sheetsync.dispatch import FlushTask
 from sheetsync.errors import ValidationError
-from sheetsync.keys import (
+from sheetsync.lua.contract import Scripts
+from sheetsync.redis_keys import (
     BUFFER_INDEX,
     DUE_INDEX,
     DUE_INDEX_FILLED,
@@ -43,7 +44,6 @@ from sheetsync.keys import (
     check_id,
     token_buffer,
 )
-from sheetsync.lua.contract import Scripts
 from sheetsync.settings import Settings
 
 log = logging.getLogger(__name__)

@@ -76,7 +76,7 @@ def health(
 
 def _last_seen_ages(client: redis.Redis, names: list[str]) -> dict[str, float]:
     """Seconds since each name's last heartbeat, for names the index still holds."""
-    from sheetsync.keys import HEARTBEATS
+    from sheetsync.redis_keys import HEARTBEATS
 
     seconds, micros = client.time()
     now_ms = seconds * 1000 + micros // 1000

@@ -1,7 +1,7 @@
 """``sheetsync keys``: the keys that encrypt personal info at rest (SHEETSYNC_PII_KEYS).
 
-The module is named for what the command makes, PII keys: :mod:`sheetsync.keys` holds
-Redis key names."""
+The module is named for what the command makes, PII keys; Redis key names are
+:mod:`sheetsync.redis_keys`'s."""
 
 from __future__ import annotations
 

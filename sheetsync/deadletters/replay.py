@@ -35,7 +35,6 @@ from sheetsync.deadletters import store
 from sheetsync.deadletters.replay_end import complete_replays
 from sheetsync.deadletters.store import Sessions
 from sheetsync.dispatch import get_dispatcher
-from sheetsync.keys import BufferKey
 from sheetsync.models import (
     CredentialStatus,
     DeadLetter,
@@ -45,6 +44,7 @@ from sheetsync.models import (
     TransactionType,
     utcnow,
 )
+from sheetsync.redis_keys import BufferKey
 from sheetsync.services import Services
 
 #: A REPLAYING entry untouched this long lost its task (the worker died): claim it again.

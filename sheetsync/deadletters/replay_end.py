@@ -14,7 +14,6 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from sheetsync.deadletters.store import Sessions
-from sheetsync.keys import BufferKey
 from sheetsync.models import (
     DeadLetter,
     DeadLetterAnswer,
@@ -23,6 +22,7 @@ from sheetsync.models import (
     TransactionType,
     utcnow,
 )
+from sheetsync.redis_keys import BufferKey
 
 log = logging.getLogger(__name__)
 

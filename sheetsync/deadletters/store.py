@@ -22,7 +22,6 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from sheetsync import ledger
 from sheetsync.db import is_postgres
-from sheetsync.keys import BufferKey
 from sheetsync.models import (
     DeadLetter,
     DeadLetterAnswer,
@@ -32,6 +31,7 @@ from sheetsync.models import (
     TransactionType,
     utcnow,
 )
+from sheetsync.redis_keys import BufferKey
 from sheetsync.settings import Settings
 
 #: The longest error message kept on an entry.

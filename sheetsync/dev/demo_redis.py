@@ -20,7 +20,7 @@ import redis
 
 from sheetsync.dev.local import LocalStackError, redis_answers, start_redis_server
 from sheetsync.dispatch import QUEUES
-from sheetsync.keys import (
+from sheetsync.redis_keys import (
     ALERTED,
     BUFFER_INDEX,
     HEARTBEAT,

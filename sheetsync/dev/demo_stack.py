@@ -38,7 +38,7 @@ from sheetsync.dev.local import (
 )
 from sheetsync.dispatch import QUEUES
 from sheetsync.errors import SheetSyncError
-from sheetsync.keys import BufferKey
+from sheetsync.redis_keys import BufferKey
 from sheetsync.services import Services, get_services, reset_services
 from sheetsync.settings import reset_settings
 

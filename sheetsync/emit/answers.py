@@ -33,9 +33,9 @@ from sheetsync.buffers.push import push
 from sheetsync.emit.push_thread import Pushes, push_thread
 from sheetsync.emit.routing import FormRoutes, Route, RoutingCache
 from sheetsync.errors import NotFoundError
-from sheetsync.keys import BufferKey, check_id
 from sheetsync.metrics import events as metric_events
 from sheetsync.models import SheetTransaction, SubmissionAnswer, TransactionType
+from sheetsync.redis_keys import BufferKey, check_id
 from sheetsync.services import Services, get_services
 
 log = logging.getLogger(__name__)

@@ -33,8 +33,8 @@ from sheetsync.dispatch import QUEUE_SCHEDULED
 from sheetsync.emit.answers import push_recorded, record_backfill
 from sheetsync.emit.push_thread import Pushes
 from sheetsync.errors import BackfillStalled, NotFoundError, ValidationError
-from sheetsync.keys import BufferKey, check_id
 from sheetsync.models import SpreadSheet, Submission, SubmissionAnswer
+from sheetsync.redis_keys import BufferKey, check_id
 from sheetsync.services import Services, get_services
 
 log = logging.getLogger(__name__)

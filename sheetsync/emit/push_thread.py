@@ -29,7 +29,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import TypeAlias
 
-from sheetsync.keys import BufferKey
+from sheetsync.redis_keys import BufferKey
 from sheetsync.services import Services
 from sheetsync.text import duration
 

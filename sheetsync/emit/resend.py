@@ -12,7 +12,6 @@ from sqlalchemy import select, update
 from sheetsync import links
 from sheetsync.buffers.push import push
 from sheetsync.errors import ValidationError
-from sheetsync.keys import BufferKey, check_id
 from sheetsync.models import (
     SheetTransaction,
     SpreadSheet,
@@ -20,6 +19,7 @@ from sheetsync.models import (
     TransactionType,
     utcnow,
 )
+from sheetsync.redis_keys import BufferKey, check_id
 from sheetsync.services import Services, get_services
 
 

@@ -23,9 +23,9 @@ from sqlalchemy.orm import Session
 
 from sheetsync.dispatch import queue_for_plan
 from sheetsync.errors import ValidationError
-from sheetsync.keys import BufferKey
 from sheetsync.links import may_send
 from sheetsync.models import SpreadSheet, Submission, User
+from sheetsync.redis_keys import BufferKey
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,10 +14,10 @@ from sheetsync.flush.hydrate import fetch_answers
 from sheetsync.flush.layout import FormLayout, load_layout
 from sheetsync.flush.rows import RowBuilder
 from sheetsync.flush.typed import Cell
-from sheetsync.keys import BufferKey
 from sheetsync.ledger import SETTLED
 from sheetsync.ledger import states as ledger_states
 from sheetsync.models import TransactionType
+from sheetsync.redis_keys import BufferKey
 from sheetsync.settings import Settings
 
 #: Reasons recorded on FAILED ledger rows.

@@ -25,8 +25,8 @@ from sqlalchemy.orm import Session
 
 from sheetsync.errors import SheetSyncError
 from sheetsync.flush.layout import FIXED_COLUMNS, FormLayout, FormQuestion, question_type
-from sheetsync.keys import BufferKey
 from sheetsync.models import QuestionType, SheetColumn, SpreadSheet, utcnow
+from sheetsync.redis_keys import BufferKey
 from sheetsync.settings import Settings
 
 #: The fixed columns' ids and types, in their order (columns A, B, C).

@@ -12,7 +12,7 @@ from sheetsync.errors import RateLimited
 from sheetsync.flush.failures import end_with
 from sheetsync.flush.outcomes import Outcome, report_run
 from sheetsync.flush.run import FlushRun
-from sheetsync.keys import token_buffer
+from sheetsync.redis_keys import token_buffer
 from sheetsync.services import Services
 
 log = logging.getLogger(__name__)

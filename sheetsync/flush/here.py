@@ -13,7 +13,7 @@ from sheetsync.buffers.push import send_tasks
 from sheetsync.dispatch import QUEUE_DEFAULT, FlushTask, get_dispatcher
 from sheetsync.flush.entry import flush
 from sheetsync.flush.outcomes import Tally
-from sheetsync.keys import BufferKey
+from sheetsync.redis_keys import BufferKey
 from sheetsync.services import Services
 
 log = logging.getLogger(__name__)

@@ -15,8 +15,8 @@ from sqlalchemy import ColumnElement, delete, select, update
 from sqlalchemy.orm import Session
 
 from sheetsync.buffers.store import Lease
-from sheetsync.keys import BufferKey
 from sheetsync.models import SheetIntent
+from sheetsync.redis_keys import BufferKey
 
 
 def _of(key: BufferKey) -> tuple[ColumnElement[bool], ...]:

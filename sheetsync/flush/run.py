@@ -35,10 +35,10 @@ from sheetsync.flush.rows import header_row
 from sheetsync.flush.sheet import ActiveTab, SheetAccess, Tab, fenced, tab_of
 from sheetsync.flush.typed import link_zone
 from sheetsync.flush.writer import SheetWriter
-from sheetsync.keys import BufferKey, is_account_id
 from sheetsync.metrics import events
 from sheetsync.metrics.names import BATCH_SIZE
 from sheetsync.models import CredentialStatus, GoogleCredential, TransactionType, User
+from sheetsync.redis_keys import BufferKey, is_account_id
 from sheetsync.services import Services
 from sheetsync.sheets.client import SheetsClient, quote_title
 from sheetsync.sheets.limiter import FREE_WEIGHT, Acquire

@@ -22,8 +22,8 @@ from typing import TypeVar
 from sheetsync.buffers.store import Lease
 from sheetsync.errors import ContentRefusedError, StaleRunError
 from sheetsync.flush.outcomes import Tally
-from sheetsync.keys import BufferKey
 from sheetsync.models import SpreadSheet
+from sheetsync.redis_keys import BufferKey
 from sheetsync.services import Services
 from sheetsync.sheets.client import SheetFacts, SheetsClient
 

@@ -7,7 +7,7 @@ mode shares files in one directory of one host, and needs that directory wiped a
 restart; every one of those processes already shares the buffer Redis. So each process
 counts in memory (:func:`count`, :func:`observe`: a dict update, no I/O), and writes
 what it counted in one pipelined round trip of HINCRBY / HINCRBYFLOAT into one hash
-(:data:`~sheetsync.keys.METRICS_EVENTS`): at the end of every flush run, and at most
+(:data:`~sheetsync.redis_keys.METRICS_EVENTS`): at the end of every flush run, and at most
 once a second from an emitting process (:func:`publish_soon`). The exporter reads the
 hash at each scrape.
 
@@ -38,8 +38,8 @@ from sheetsync.errors import (
     SheetsError,
     TransientError,
 )
-from sheetsync.keys import METRICS_EVENTS
 from sheetsync.metrics.names import HISTOGRAM_BUCKETS, SHEETS_REQUESTS
+from sheetsync.redis_keys import METRICS_EVENTS
 
 log = logging.getLogger(__name__)
 

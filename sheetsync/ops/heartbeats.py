@@ -19,8 +19,8 @@ from typing import Any, ClassVar
 import redis
 
 from sheetsync import redis_urls
-from sheetsync.keys import HEARTBEATS, heartbeat_key
 from sheetsync.lua.contract import Arg, Key, Script, Scripts
+from sheetsync.redis_keys import HEARTBEATS, heartbeat_key
 from sheetsync.settings import get_settings
 
 log = logging.getLogger(__name__)

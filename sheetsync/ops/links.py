@@ -13,8 +13,8 @@ from sqlalchemy import func, select
 
 from sheetsync.deadletters import store
 from sheetsync.errors import NotFoundError
-from sheetsync.keys import BufferKey
 from sheetsync.models import SheetColumn, SpreadSheet
+from sheetsync.redis_keys import BufferKey
 from sheetsync.services import Services
 
 

@@ -13,7 +13,6 @@ from typing import Any
 from sqlalchemy import func, select
 
 from sheetsync.errors import ValidationError
-from sheetsync.keys import BUFFER_INDEX, BufferKey, RateKind, is_account_id, rate_account_key
 from sheetsync.models import (
     CredentialStatus,
     DeadLetter,
@@ -22,6 +21,7 @@ from sheetsync.models import (
     utcnow,
 )
 from sheetsync.ops import heartbeats
+from sheetsync.redis_keys import BUFFER_INDEX, BufferKey, RateKind, is_account_id, rate_account_key
 from sheetsync.services import Services
 from sheetsync.sheets.limiter import Place
 

@@ -22,7 +22,6 @@ from sheetsync.dispatch import QUEUE_DEFAULT, FlushTask, get_dispatcher, queue_f
 from sheetsync.errors import ConfigError
 from sheetsync.flush import intents
 from sheetsync.flush.batches import MISSING_ANSWER
-from sheetsync.keys import BufferKey
 from sheetsync.models import (
     SheetIntent,
     SheetTransaction,
@@ -32,6 +31,7 @@ from sheetsync.models import (
     User,
     utcnow,
 )
+from sheetsync.redis_keys import BufferKey
 from sheetsync.services import Services
 
 log = logging.getLogger(__name__)

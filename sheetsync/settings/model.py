@@ -22,7 +22,7 @@ from pydantic import SecretStr, ValidationError, ValidationInfo, field_validator
 from pydantic.fields import FieldInfo
 
 from sheetsync.errors import ConfigError
-from sheetsync.keys import RateKind
+from sheetsync.redis_keys import RateKind
 from sheetsync.settings import checks
 from sheetsync.settings.fields import Fields
 from sheetsync.settings.meta import ENV_PREFIX, setting_of

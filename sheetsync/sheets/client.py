@@ -25,8 +25,8 @@ import httplib2
 from googleapiclient.discovery import Resource, build
 
 from sheetsync.errors import ConfigError, CredentialError, PermanentError
-from sheetsync.keys import RateKind
 from sheetsync.metrics import events
+from sheetsync.redis_keys import RateKind
 from sheetsync.settings import Settings, get_settings
 from sheetsync.sheets.google_errors import translate_error
 from sheetsync.sheets.transport import SingleShotHttp

@@ -32,14 +32,14 @@ from typing import cast
 import redis
 
 from sheetsync.errors import RateLimited
-from sheetsync.keys import (
+from sheetsync.lua.contract import Scripts
+from sheetsync.redis_keys import (
     RATE_KINDS,
     RateKind,
     rate_account_key,
     rate_project_key,
     rate_queue_keys,
 )
-from sheetsync.lua.contract import Scripts
 from sheetsync.settings import Settings
 from sheetsync.sheets.quota_scripts import (
     Mode,

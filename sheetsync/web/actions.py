@@ -45,7 +45,7 @@ ACTIONS = ("replay", "purge")
 BULK_STATUSES = tuple(status.value for status in store.PURGEABLE)
 #: Entry ids a bulk confirmation lists (the counts are always whole).
 SHOWN_ENTRIES = 30
-#: What an owner, form or spreadsheet id looks like (see :mod:`sheetsync.keys`).
+#: What an owner, form or spreadsheet id looks like (see :mod:`sheetsync.redis_keys`).
 ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 #: Ids per step of a bulk action (keeps IN lists under every database's parameter limit).
 CHUNK = replay.CLAIM_CHUNK

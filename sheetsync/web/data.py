@@ -18,7 +18,6 @@ from sqlalchemy.engine import make_url
 
 from sheetsync import redis_urls
 from sheetsync.db import normalize_url, open_existing_files_only
-from sheetsync.keys import BufferKey
 from sheetsync.models import (
     DeadLetter,
     SheetTransaction,
@@ -26,6 +25,7 @@ from sheetsync.models import (
     utcnow,
 )
 from sheetsync.ops import links as ops_links
+from sheetsync.redis_keys import BufferKey
 from sheetsync.services import Services
 from sheetsync.settings import Settings
 from sheetsync.web import labels

@@ -10,7 +10,7 @@ import pytest
 import redis
 
 from sheetsync.buffers.store import BufferStore
-from sheetsync.keys import BUFFER_INDEX, DUE_INDEX, DUE_INDEX_FILLED, BufferKey
+from sheetsync.redis_keys import BUFFER_INDEX, DUE_INDEX, DUE_INDEX_FILLED, BufferKey
 from sheetsync.settings import Settings
 
 

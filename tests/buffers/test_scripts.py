@@ -9,8 +9,8 @@ import pytest
 from sheetsync.buffers.scripts import FORGET_LAST_ROW, Claim, Renew, job_keys
 from sheetsync.buffers.store import PUSH_CHUNK, BufferStore
 from sheetsync.errors import ValidationError
-from sheetsync.keys import BUFFER_INDEX, BufferKey, token_buffer
 from sheetsync.lua.contract import source
+from sheetsync.redis_keys import BUFFER_INDEX, BufferKey, token_buffer
 from sheetsync.settings import Settings
 
 KEY = BufferKey("u1", "form1", "sheetA", 7)

@@ -12,8 +12,8 @@ from support.paths import ROOT
 from support.waiting import wait_until
 
 from sheetsync.deadletters import replay, store
-from sheetsync.keys import BufferKey
 from sheetsync.models import DeadLetterReason, DeadLetterStatus, Plan
+from sheetsync.redis_keys import BufferKey
 
 
 def test_a_plain_worker_runs_every_queue(world, pipeline_env, tmp_path: Path):

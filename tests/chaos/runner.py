@@ -36,8 +36,8 @@ from sheets_emulator import EmulatorAdmin, EmulatorServer
 from sheetsync.crypto import generate_key
 from sheetsync.db import upgrade
 from sheetsync.dispatch import set_dispatcher
-from sheetsync.keys import BUFFER_INDEX
 from sheetsync.ops import heartbeats
+from sheetsync.redis_keys import BUFFER_INDEX
 from sheetsync.services import get_services
 from sheetsync.settings import get_settings
 

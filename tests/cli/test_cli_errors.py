@@ -9,9 +9,9 @@ from support.cli import Cli
 
 from sheetsync.cli import dlq
 from sheetsync.cli.runtime import TRACEBACK_VARIABLE
-from sheetsync.keys import BufferKey
 from sheetsync.models import DeadLetterReason, DeadLetterStatus
 from sheetsync.ops.explain import describe
+from sheetsync.redis_keys import BufferKey
 from sheetsync.services import Services
 
 

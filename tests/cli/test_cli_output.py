@@ -11,7 +11,7 @@ from typer.main import get_command
 from typer.testing import CliRunner
 
 from sheetsync.cli import app
-from sheetsync.keys import BufferKey
+from sheetsync.redis_keys import BufferKey
 from sheetsync.services import Services
 
 #: Ids as long as sheetsync accepts (128 characters): far wider than 80 columns.

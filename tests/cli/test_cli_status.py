@@ -9,8 +9,8 @@ import pytest
 from support.cli import Cli
 
 from sheetsync.dev.seed import seed_user
-from sheetsync.keys import BufferKey
 from sheetsync.models import DeadLetterReason, DeadLetterStatus
+from sheetsync.redis_keys import BufferKey
 from sheetsync.services import Services
 
 

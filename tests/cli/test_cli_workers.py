@@ -8,8 +8,8 @@ from pathlib import Path
 from support.cli import Cli
 
 from sheetsync.cli import health
-from sheetsync.keys import BufferKey
 from sheetsync.ops import heartbeats
+from sheetsync.redis_keys import BufferKey
 from sheetsync.services import Services
 from sheetsync.settings import Settings
 

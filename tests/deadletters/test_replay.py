@@ -16,7 +16,6 @@ from support.waiting import wait_until
 
 from sheetsync import ledger
 from sheetsync.deadletters import replay, replay_end, store
-from sheetsync.keys import BufferKey
 from sheetsync.models import (
     CredentialStatus,
     DeadLetter,
@@ -26,6 +25,7 @@ from sheetsync.models import (
     TransactionType,
     utcnow,
 )
+from sheetsync.redis_keys import BufferKey
 
 SHEETSYNC = str(Path(sys.executable).with_name("sheetsync"))
 

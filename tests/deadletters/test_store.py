@@ -8,8 +8,8 @@ from datetime import timedelta
 import pytest
 
 from sheetsync.deadletters import replay, store
-from sheetsync.keys import BufferKey
 from sheetsync.models import DeadLetterReason, utcnow
+from sheetsync.redis_keys import BufferKey
 
 
 def park(world, form, sheet, ids, reason=DeadLetterReason.CREDENTIAL, delay_s=0.0):

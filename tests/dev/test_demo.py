@@ -29,7 +29,7 @@ from support.waiting import wait_until
 from sheets_emulator import EmulatorAdmin
 from sheetsync.dev.demo_data import expected_rows
 from sheetsync.dev.local import free_port, redis_answers
-from sheetsync.keys import BUFFER_INDEX, HEARTBEATS, heartbeat_key
+from sheetsync.redis_keys import BUFFER_INDEX, HEARTBEATS, heartbeat_key
 
 #: The Redis a newcomer's machine may already run, which the demo must leave alone.
 DEFAULT_PORT_REDIS_URL = "redis://127.0.0.1:6379/0"

@@ -18,9 +18,9 @@ from support.world import World
 from sheetsync import emit_answer_submitted, wait_for_pushes
 from sheetsync.buffers.store import BufferStore
 from sheetsync.emit import answers, push_thread
-from sheetsync.keys import BufferKey
 from sheetsync.models import SheetTransaction, utcnow
 from sheetsync.recovery import repair
+from sheetsync.redis_keys import BufferKey
 from sheetsync.services import Services
 from sheetsync.settings import Settings
 

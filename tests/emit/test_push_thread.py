@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 from sheetsync import emit_answer_submitted, wait_for_pushes
 from sheetsync.emit.push_thread import Pushes, PushThread
-from sheetsync.keys import BufferKey
+from sheetsync.redis_keys import BufferKey
 from sheetsync.services import Services
 from sheetsync.settings import Settings
 

@@ -13,9 +13,9 @@ from support.paths import ROOT
 from support.waiting import wait_until
 
 from sheetsync import credential_reconnected, crypto, emit_answer_submitted
-from sheetsync.keys import BufferKey
 from sheetsync.models import CredentialStatus, GoogleCredential
 from sheetsync.recovery import repair
+from sheetsync.redis_keys import BufferKey
 from sheetsync.services import get_services
 
 SKEW_S = 45.0

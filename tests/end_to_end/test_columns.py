@@ -18,7 +18,6 @@ from support.waiting import wait_until
 from sheetsync import emit_answer_submitted
 from sheetsync.deadletters import store
 from sheetsync.deadletters.replay import dispatch_due
-from sheetsync.keys import BufferKey
 from sheetsync.models import (
     DeadLetterReason,
     DeadLetterStatus,
@@ -27,6 +26,7 @@ from sheetsync.models import (
     SpreadSheet,
     TransactionType,
 )
+from sheetsync.redis_keys import BufferKey
 
 TEXT, NUMBER, JUMBO = QuestionType.SHORT_TEXT, QuestionType.NUMBER, QuestionType.JUMBOTRON
 FIXED = ["Answer ID", "Submitter", "Submitted at"]

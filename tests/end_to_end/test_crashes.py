@@ -8,8 +8,8 @@ from support.waiting import wait_until
 from sheetsync import emit_answer_submitted, emit_answers_submitted
 from sheetsync.buffers.store import BufferStore
 from sheetsync.flush.run import FlushRun
-from sheetsync.keys import BufferKey
 from sheetsync.recovery import repair
+from sheetsync.redis_keys import BufferKey
 
 
 def open_intents(pipeline):
@@ -196,7 +196,7 @@ def test_reconciler_revives_a_list_whose_job_and_index_entry_were_lost(world, pi
 
     from sheetsync.celery import app as celery_app
     from sheetsync.dispatch import QUEUES
-    from sheetsync.keys import BUFFER_INDEX
+    from sheetsync.redis_keys import BUFFER_INDEX
     from sheetsync.services import get_services
 
     pipeline_env(flush_delay_s=1)

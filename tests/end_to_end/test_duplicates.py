@@ -7,8 +7,8 @@ from sqlalchemy.exc import IntegrityError
 from support.waiting import wait_until
 
 from sheetsync import emit_answer_submitted
-from sheetsync.keys import BufferKey
 from sheetsync.recovery import repair
+from sheetsync.redis_keys import BufferKey
 
 
 class Crash(Exception):

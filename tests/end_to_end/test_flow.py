@@ -74,7 +74,7 @@ def test_promotion_at_threshold_replaces_the_delayed_task(world, pipeline_env, a
     from sheetsync.celery import app as celery_app
     from sheetsync.dispatch import QUEUES
     from sheetsync.flush.entry import flush
-    from sheetsync.keys import BufferKey
+    from sheetsync.redis_keys import BufferKey
     from sheetsync.services import get_services
 
     pipeline_env(flush_delay_s=30, flush_threshold=20)
@@ -115,7 +115,7 @@ def test_tiers_route_pro_to_priority_and_free_to_default(world, worker, task_log
     wait_until(lambda: world.ids_in(pro_sheet) == [pro_answer])
     wait_until(lambda: world.ids_in(free_sheet) == [free_answer])
 
-    from sheetsync.keys import token_buffer
+    from sheetsync.redis_keys import token_buffer
 
     def queues() -> dict[str, str]:
         return {token_buffer(run[1]).user_id: run[2] for run in flushes(task_log)}

@@ -153,7 +153,7 @@ def test_a_removed_link_fails_its_buffered_answers_and_writes_nothing(world, pip
 
 def test_a_replayed_dead_letter_with_a_malformed_answer_does_not_strand(world, worker):
     from sheetsync.deadletters import replay, store
-    from sheetsync.keys import BufferKey
+    from sheetsync.redis_keys import BufferKey
 
     form = world.form()
     sheet = world.sheet(form)

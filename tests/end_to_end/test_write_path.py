@@ -189,7 +189,7 @@ def test_no_sheets_request_outlives_the_runs_lease(world, pipeline_env, admin):
     import time
 
     from sheetsync.flush.entry import flush
-    from sheetsync.keys import BufferKey
+    from sheetsync.redis_keys import BufferKey
     from sheetsync.services import get_services
 
     pipeline_env(lease_s=2, google_timeout_s=6, flush_delay_s=60, flush_idle_s=0.1)

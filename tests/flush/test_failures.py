@@ -105,7 +105,7 @@ def test_deleted_spreadsheet_and_unknown_gid_fail_permanently_others_flow(
 
 
 def test_a_renamed_tab_is_looked_up_again_not_dead_lettered(world, worker, admin):
-    from sheetsync.keys import BufferKey
+    from sheetsync.redis_keys import BufferKey
     from sheetsync.services import get_services
 
     form = world.form()

@@ -17,8 +17,8 @@ from sheetsync.errors import ContentRefusedError, StaleRunError
 from sheetsync.flush.outcomes import Tally
 from sheetsync.flush.rollover import Rollover
 from sheetsync.flush.sheet import ActiveTab, SheetAccess, Tab
-from sheetsync.keys import BufferKey
 from sheetsync.models import SheetColumn
+from sheetsync.redis_keys import BufferKey
 
 PACKAGE = Path(sheetsync.__file__).parent
 #: The one module allowed to renew the lease and count a request.

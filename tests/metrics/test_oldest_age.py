@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import time
 
-from sheetsync.keys import BUFFER_INDEX, BufferKey
 from sheetsync.ops.status import collect_buffers
+from sheetsync.redis_keys import BUFFER_INDEX, BufferKey
 from sheetsync.services import Services
 
 KEY = BufferKey("owner_1", "form_1", "sheet_abc", 0)

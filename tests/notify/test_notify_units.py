@@ -11,7 +11,7 @@ import pytest
 from sheetsync import notify
 from sheetsync.dispatch import set_dispatcher
 from sheetsync.errors import ConfigError
-from sheetsync.keys import owner_notified_key
+from sheetsync.redis_keys import owner_notified_key
 from sheetsync.settings import Settings
 from sheetsync.startup import check_settings
 

@@ -20,9 +20,9 @@ from sheetsync import credential_reconnected, emit_answer_submitted
 from sheetsync.crypto import encrypt_answer_value
 from sheetsync.deadletters import replay
 from sheetsync.dispatch import QUEUE_SCHEDULED
-from sheetsync.keys import owner_notified_key
 from sheetsync.models import SpreadSheet, SubmissionAnswer
 from sheetsync.notify import CREDENTIAL_INVALID, DEAD_LETTERS_REPLAYED
+from sheetsync.redis_keys import owner_notified_key
 
 #: A fake resident registration number in a personal-info answer: never in a payload.
 CANARY = f"900101-1{secrets.randbelow(10**6):06d}"

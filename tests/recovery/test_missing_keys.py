@@ -15,13 +15,13 @@ from support.waiting import wait_until
 
 from sheetsync import emit_answer_submitted
 from sheetsync.deadletters import replay, store
-from sheetsync.keys import OWNER_NOTIFIED
 from sheetsync.models import (
     CredentialStatus,
     DeadLetterReason,
     DeadLetterStatus,
     GoogleCredential,
 )
+from sheetsync.redis_keys import OWNER_NOTIFIED
 
 HOOK = "support.notify_hooks:record"
 

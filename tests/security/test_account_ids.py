@@ -11,8 +11,8 @@ from support.waiting import wait_until
 
 from sheetsync import emit_answers_submitted
 from sheetsync.errors import ValidationError
-from sheetsync.keys import PREFIX, is_account_id, rate_account_key
 from sheetsync.models import CredentialStatus, DeadLetterReason, GoogleCredential
+from sheetsync.redis_keys import PREFIX, is_account_id, rate_account_key
 
 
 @pytest.mark.parametrize("account", ["104532948276123456789", "owner@example.com", "google-o_1"])

@@ -16,8 +16,8 @@ from support.waiting import wait_until
 from sheetsync import emit_answer_submitted, links
 from sheetsync.buffers.push import push
 from sheetsync.dev.seed import link_sheet, seed_user
-from sheetsync.keys import BufferKey
 from sheetsync.models import SheetTransaction, SpreadSheet, TransactionType
+from sheetsync.redis_keys import BufferKey
 
 
 def allow_collaborators(_session, link, form) -> bool:

@@ -49,7 +49,6 @@ from sheetsync.db import normalize_url, session_factory
 from sheetsync.deadletters import replay, store
 from sheetsync.dev.seed import link_sheet, seed_answers, seed_form
 from sheetsync.flush import intents
-from sheetsync.keys import BufferKey
 from sheetsync.models import (
     DeadLetter,
     DeadLetterReason,
@@ -57,6 +56,7 @@ from sheetsync.models import (
     SheetTransaction,
     TransactionType,
 )
+from sheetsync.redis_keys import BufferKey
 from sheetsync.services import Services
 from sheetsync.settings import get_settings
 from sheetsync.startup import check_database

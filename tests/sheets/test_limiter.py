@@ -11,7 +11,7 @@ import pytest
 import redis
 
 from sheetsync.errors import RateLimited
-from sheetsync.keys import RATE_WRITE_PROJECT, rate_account_key
+from sheetsync.redis_keys import RATE_WRITE_PROJECT, rate_account_key
 from sheetsync.settings import Settings
 from sheetsync.sheets.limiter import RateLimiter, WindowUse
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import redis
 
-from sheetsync.keys import rate_account_key, rate_queue_keys
+from sheetsync.redis_keys import rate_account_key, rate_queue_keys
 from sheetsync.settings import Settings
 from sheetsync.sheets.limiter import QueueTuning, RateLimiter
 

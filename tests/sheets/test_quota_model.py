@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 from support.examples import examples
 
-from sheetsync.keys import rate_queue_keys
+from sheetsync.redis_keys import rate_queue_keys
 from sheetsync.settings import Settings
 from sheetsync.sheets.limiter import NO_WAITER, QueueTuning, RateLimiter
 from sheetsync.sheets.quota_model import QuotaModel

@@ -20,8 +20,8 @@ from selenium.webdriver.remote.webdriver import WebDriver
 
 from sheetsync.deadletters import store
 from sheetsync.dev.seed import SeededForm
-from sheetsync.keys import BufferKey
 from sheetsync.models import DeadLetterReason
+from sheetsync.redis_keys import BufferKey
 from support.lifetime import dies_with_this_process
 from support.waiting import wait_until
 from support.world import Sheet, World

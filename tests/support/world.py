@@ -9,8 +9,8 @@ from sqlalchemy import func, select
 from sheets_emulator import EmulatorAdmin
 from sheetsync.deadletters import replay_end, store
 from sheetsync.dev.seed import SeededForm, link_sheet, seed_answers, seed_form
-from sheetsync.keys import BUFFER_INDEX, PREFIX
 from sheetsync.models import DeadLetter, Plan, SheetTransaction, TransactionType
+from sheetsync.redis_keys import BUFFER_INDEX, PREFIX
 from sheetsync.services import Services
 
 #: Emulator quotas for tests that are not about quotas: out of the way.

@@ -14,9 +14,9 @@ from support.waiting import wait_until
 
 from sheetsync import emit_answer_submitted
 from sheetsync.dispatch import QUEUES
-from sheetsync.keys import BufferKey
 from sheetsync.models import DeadLetterReason, DeadLetterStatus
 from sheetsync.recovery.reconnect import credential_reconnected
+from sheetsync.redis_keys import BufferKey
 from sheetsync.services import get_services
 
 

@@ -23,8 +23,8 @@ from support.console import free_port, running_console
 from support.waiting import wait_until
 
 from sheetsync.deadletters import store
-from sheetsync.keys import BufferKey
 from sheetsync.models import DeadLetterReason, DeadLetterStatus
+from sheetsync.redis_keys import BufferKey
 from sheetsync.web.auth import Guard, is_loopback, presented_token
 
 SHEETSYNC = str(Path(sys.executable).with_name("sheetsync"))
