@@ -53,7 +53,6 @@ from sheetsync.redis_keys import (
     RATE_KINDS,
     BufferKey,
     rate_account_key,
-    rate_account_waiting_key,
     rate_queue_keys,
 )
 from sheetsync.settings import get_settings
@@ -265,10 +264,7 @@ def forget_own_keys(buffer: BufferKey, google_account_id: str) -> None:
                 if buffer.base.encode() in name
             ]
             for kind in RATE_KINDS:
-                names += [
-                    rate_account_key(google_account_id, kind),
-                    rate_account_waiting_key(google_account_id, kind),
-                ]
+                names.append(rate_account_key(google_account_id, kind))
             client.delete(*names)
             for index in (BUFFER_INDEX, DUE_INDEX):
                 client.zrem(index, buffer.base)

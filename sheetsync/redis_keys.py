@@ -139,13 +139,6 @@ def rate_account_key(google_account_id: str, kind: RateKind) -> str:
     return f"{PREFIX}:rate:{kind}:account:{google_account_id}"
 
 
-def rate_account_waiting_key(google_account_id: str, kind: RateKind) -> str:
-    """The account's waiting buffers as the queue kept them before every account's line
-    moved into the queue's ``lines``: written no more, it expires on its own; what removes
-    an account's keys removes it too."""
-    return f"{rate_account_key(google_account_id, kind)}:waiting"
-
-
 def rate_project_key(kind: RateKind) -> str:
     return RATE_READ_PROJECT if kind == "read" else RATE_WRITE_PROJECT
 

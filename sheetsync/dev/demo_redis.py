@@ -33,7 +33,6 @@ from sheetsync.redis_keys import (
     BufferKey,
     heartbeat_key,
     rate_account_key,
-    rate_account_waiting_key,
     rate_queue_keys,
 )
 from sheetsync.text import mask_url
@@ -71,13 +70,9 @@ class DemoKeys:
         if any(name.startswith(f"{buffer.base}:") for buffer in self.buffers):
             return True
         if name in {
-            key
+            rate_account_key(account, kind)
             for account in self.google_accounts
             for kind in RATE_KINDS
-            for key in (
-                rate_account_key(account, kind),
-                rate_account_waiting_key(account, kind),
-            )
         }:
             return True
         if name.startswith(ALERTED):
