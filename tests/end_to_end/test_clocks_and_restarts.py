@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
 
 import pytest
 from support.paths import ROOT
+from support.processes import stop_groups
 from support.waiting import wait_until
 
 from sheetsync import credential_reconnected, crypto, emit_answer_submitted
@@ -176,11 +176,7 @@ def test_workers_and_beat_ride_out_a_redis_restart(world, pipeline_env, tmp_path
         for sheet in sheets:
             assert len(world.ids_in(sheet)) == len(everything)
     finally:
-        for process in processes:
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGTERM)
-        for process in processes:
-            process.wait(timeout=30)
+        stop_groups(processes)
         for log in logs:
             log.close()
         server.stop()

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 import redis
 from support.paths import ROOT
+from support.processes import stop_groups
 from support.waiting import wait_until
 
 from sheetsync import emit_answer_submitted
@@ -177,16 +178,4 @@ def test_a_failover_mid_run_loses_and_duplicates_nothing(world, pipeline_env, se
             assert len(world.ids_in(sheet)) == len(everything)  # exactly once
         assert world.ledger_counts() == {"COMPLETED": 2 * len(everything)}
     finally:
-        for process in processes:
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGTERM)
-        for process in processes:
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                # Celery lets a SIGTERM that comes while its consumer retries the broker
-                # connection (a worker the failover left reconnecting after the other did
-                # all the work) go by: it connects and consumes on. What the test asserts
-                # has held; the process is stopped the hard way.
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(timeout=30)
+        stop_groups(processes)

@@ -13,6 +13,28 @@ from sheetsync.dispatch import QUEUES
 from support.lifetime import dies_with_this_process
 from support.paths import ROOT
 
+#: How long a process group is given to stop on SIGTERM before it is killed.
+STOP_GRACE_S = 30
+
+
+def stop_groups(processes: list[subprocess.Popen[bytes]]) -> None:
+    """SIGTERM each process's group, then SIGKILL those still running after the grace.
+
+    Celery lets a SIGTERM that comes while its consumer retries the broker connection go
+    by (it connects and consumes on), as a worker left reconnecting by a failover or a
+    Redis restart does at a test's end: such a worker is stopped the hard way."""
+    for process in processes:
+        if process.poll() is None:
+            with suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)
+    for process in processes:
+        try:
+            process.wait(timeout=STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            with suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
 
 class WorkerProcesses:
     """Real ``celery -A sheetsync.celery worker`` processes with the test's environment."""
@@ -77,16 +99,7 @@ class WorkerProcesses:
                 os.kill(int(pid), signal.SIGKILL)
 
     def stop(self) -> None:
-        for proc in self.procs:
-            with suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-        for proc in self.procs:
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                with suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        stop_groups(self.procs)
         self.procs.clear()
 
     def logs(self) -> str:
