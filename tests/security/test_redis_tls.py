@@ -176,7 +176,8 @@ def test_the_whole_stack_runs_on_a_tls_only_redis(
             for answer_id in ids:
                 emit_answer_submitted(answer_id)
             wait_until(lambda: sorted(world.ids_in(sheet)) == sorted(ids), timeout=60)
-            assert world.ledger_counts() == {"COMPLETED": len(ids)}
+            # The ledger is marked after the append lands: wait for it, don't race it.
+            wait_until(lambda: world.ledger_counts() == {"COMPLETED": len(ids)}, timeout=30)
 
             # Beat sends its periodic tasks through the broker, and a worker runs them.
             wait_until(lambda: "Task sheetsync.sweep[" in workers.logs(), timeout=30)

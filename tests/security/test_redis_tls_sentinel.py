@@ -190,7 +190,7 @@ def test_tls_sentinels_carry_the_pipeline_through_a_failover(
         everything = sorted(before + after)
         wait_until(lambda: sorted(world.ids_in(sheet)) == everything, timeout=120, interval=0.5)
         assert len(world.ids_in(sheet)) == len(everything)  # exactly once
-        assert world.ledger_counts() == {"COMPLETED": len(everything)}
+        wait_until(lambda: world.ledger_counts() == {"COMPLETED": len(everything)}, timeout=30)
         assert "Task sheetsync.sweep[" in workers.logs()  # sent by beat, through the broker
         assert all(p.poll() is None for p in [*workers.procs, beat]), "a worker or beat died"
     finally:
