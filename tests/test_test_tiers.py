@@ -129,6 +129,7 @@ CODE = synthetic(
     """
     import subprocess
     from support import redis_dbs
+    from support.cli import installed_script
     from support.redis_dbs import pipeline_redis_url
     from sheets_emulator import EmulatorServer as Sheets
 
@@ -153,6 +154,9 @@ CODE = synthetic(
 
     def test_computes():
         return sorted([3, 1, 2])
+
+    def test_runs_the_installed_script(cli):
+        installed_script(cli).ok("--version")
     """
 )
 
@@ -178,9 +182,15 @@ CODE = synthetic(
         ),
         pytest.param(
             "test_computes",
-            {"cli": None, "postgres_url": None},
-            {"process", "postgres"},
-            id="cli-postgres_url",
+            {"cli": None, "redis_db": None, "postgres_url": None},
+            {"redis", "postgres"},
+            id="cli-in-process-postgres_url",
+        ),
+        pytest.param(
+            "test_runs_the_installed_script",
+            {"cli": None, "redis_db": None},
+            {"redis", "process"},
+            id="cli-of-the-installed-script",
         ),
         pytest.param("test_computes", {"compose": None}, {"docker"}, id="compose"),
     ],

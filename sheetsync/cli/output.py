@@ -72,10 +72,17 @@ def console_width(stream: TextIO) -> int | None:
     return None if is_terminal else PIPED_WIDTH
 
 
+def new_console(*, stderr: bool = False) -> Console:
+    """A console as the command line sets one up, for what ``sys.stdout`` (or
+    ``sys.stderr``) and the environment are now."""
+    stream = sys.stderr if stderr else sys.stdout
+    return Console(stderr=stderr, highlight=False, soft_wrap=True, width=console_width(stream))
+
+
 #: Tables and summaries.
-out = Console(highlight=False, soft_wrap=True, width=console_width(sys.stdout))
+out = new_console()
 #: Errors, hints and progress bars.
-err = Console(stderr=True, highlight=False, soft_wrap=True, width=console_width(sys.stderr))
+err = new_console(stderr=True)
 
 
 def error_line(message: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support.cli import Cli
+from support.cli import Cli, installed_script
 
 from sheetsync.cli import dlq
 from sheetsync.cli.runtime import TRACEBACK_VARIABLE
@@ -16,6 +16,7 @@ from sheetsync.services import Services
 
 
 def test_a_bad_setting_names_the_variable(cli: Cli) -> None:
+    cli = installed_script(cli)  # what the shell sees, from the installed console script
     for args in (("status",), ("dlq", "list"), ("db", "upgrade")):
         result = cli(*args, env={"SHEETSYNC_FLUSH_DELAY_S": "abc"})
         assert result.code == 1, args

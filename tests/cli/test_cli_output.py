@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from support.cli import Cli
+from support.cli import Cli, installed_script
 from typer.main import get_command
 from typer.testing import CliRunner
 
@@ -74,7 +74,8 @@ def test_help_pages_show_no_type_placeholders(cli: Cli) -> None:
         assert text.startswith(f"Usage: {' '.join(('sheetsync', *path))} "), path
         assert not TYPE_PLACEHOLDER.search(text), (path, TYPE_PLACEHOLDER.findall(text))
 
-    # And through the script itself.
+    # And through the installed console script itself.
+    cli = installed_script(cli)
     status = cli.ok("status", "--help").stdout
     assert re.search(r"^  --json +Print JSON", status, re.MULTILINE)
     assert "--limit N " in status

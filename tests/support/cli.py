@@ -1,20 +1,39 @@
-"""Running the real ``sheetsync`` console script from tests, and seeding dead letters."""
+"""Running the real ``sheetsync`` command line from tests, and seeding dead letters.
+
+A command runs in this process by default: ``sheetsync.cli.main``, what the console
+script calls, with the command's environment, working directory, stdout and stderr, and
+every per-process cache (settings, keys, engine, services, consoles, logging) fresh, as a
+new process has them. A new process cost about a second of CPU per command (an eighth of
+the suite's CPU). :func:`installed_script` runs the installed console script instead, for what
+only a process shows (its start-up, its exit code as the shell sees it).
+"""
 
 from __future__ import annotations
 
+import io
+import logging
+import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import redis
+from celery import Celery
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from sheetsync.db import make_engine
+from sheetsync import cli
+from sheetsync.celery.config import config_for
+from sheetsync.celery.dispatcher import CeleryDispatcher
+from sheetsync.cli import output
+from sheetsync.crypto import reset_keyring
+from sheetsync.db import dispose_engine, make_engine
+from sheetsync.dispatch import Dispatcher, set_dispatcher
 from sheetsync.models import (
     DeadLetter,
     DeadLetterAnswer,
@@ -22,6 +41,9 @@ from sheetsync.models import (
     DeadLetterStatus,
     utcnow,
 )
+from sheetsync.services import reset_services
+from sheetsync.settings import get_settings, reset_settings
+from sheetsync.settings import model as settings_model
 
 #: The console script under test, next to the interpreter running the tests.
 SCRIPT = Path(sys.executable).with_name("sheetsync")
@@ -42,7 +64,7 @@ class Result:
 
 @dataclass
 class Cli:
-    """Runs the console script with this test's environment."""
+    """Runs ``sheetsync`` commands with this test's environment, in this process."""
 
     env: dict[str, str]
     database_url: str
@@ -62,17 +84,10 @@ class Cli:
         variables = {**self.env, **(env or {})}
         for name in unset:
             variables.pop(name, None)
-        completed = subprocess.run(
-            [str(SCRIPT), *args],
-            env=variables,
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            timeout=COMMAND_TIMEOUT_S,
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
-        return Result(completed.returncode, completed.stdout, completed.stderr)
+        return self.run(list(args), variables, cwd)
+
+    def run(self, args: list[str], variables: dict[str, str], cwd: Path | None) -> Result:
+        return run_here(args, variables, cwd)
 
     def ok(
         self,
@@ -119,16 +134,107 @@ class Cli:
             return found
 
 
+class ScriptCli(Cli):
+    """Runs the installed console script in a subprocess, for what only a process shows
+    (its start-up, and its exit as the shell sees it)."""
+
+    def run(self, args: list[str], variables: dict[str, str], cwd: Path | None) -> Result:
+        completed = subprocess.run(
+            [str(SCRIPT), *args],
+            env=variables,
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=COMMAND_TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+        return Result(completed.returncode, completed.stdout, completed.stderr)
+
+
+def installed_script(cli: Cli) -> ScriptCli:
+    """``cli``'s environment and database, through the installed console script (a test
+    that calls this is marked ``process``; one that only takes ``cli`` is not)."""
+    return ScriptCli(cli.env, cli.database_url, cli.sessions, cli.redis)
+
+
+def run_here(args: list[str], variables: dict[str, str], cwd: Path | None) -> Result:
+    """``sheetsync *args`` in this process, as a new process would run it."""
+    stdout, stderr = io.StringIO(), io.StringIO()
+    dispatcher = _NewProcessDispatcher()
+    with _as_a_new_process(variables, cwd), redirect_stdout(stdout), redirect_stderr(stderr):
+        _fresh_consoles()
+        set_dispatcher(cast(Dispatcher, dispatcher))
+        try:
+            code = cli.main(args)
+        except SystemExit as exc:  # what the console script's sys.exit would do
+            code = exc.code if isinstance(exc.code, int) else 1
+        finally:
+            set_dispatcher(None)
+            dispatcher.close()
+    _fresh_consoles()
+    return Result(code, stdout.getvalue(), stderr.getvalue())
+
+
+@contextmanager
+def _as_a_new_process(variables: dict[str, str], cwd: Path | None) -> Iterator[None]:
+    saved_environ, saved_cwd = dict(os.environ), os.getcwd()
+    root = logging.getLogger()
+    saved_handlers, saved_level = list(root.handlers), root.level
+    os.environ.clear()
+    os.environ.update(variables)
+    _forget_process_state()
+    if cwd is not None:
+        os.chdir(cwd)
+    try:
+        yield
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_environ)
+        root.handlers[:] = saved_handlers
+        root.setLevel(saved_level)
+        _forget_process_state()
+
+
+def _forget_process_state() -> None:
+    reset_settings()
+    settings_model._warned.clear()  # a new process warns about an unknown variable again
+    reset_keyring()
+    reset_services()
+    dispose_engine()
+
+
+class _NewProcessDispatcher:
+    """What a new process's Celery app would be: configured from the command's settings
+    on first use (this process's app stays as the test set it up)."""
+
+    def __init__(self) -> None:
+        self._app: Celery | None = None
+        self._dispatcher: CeleryDispatcher | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._dispatcher is None:
+            self._app = Celery("sheetsync")
+            self._app.conf.update(config_for(get_settings()))
+            self._dispatcher = CeleryDispatcher(self._app)
+        return getattr(self._dispatcher, name)
+
+    def close(self) -> None:
+        if self._app is not None:
+            self._app.close()
+
+
+def _fresh_consoles() -> None:
+    """The consoles the commands print with, set up again for the streams and environment
+    of now (modules hold them by name, so they are renewed in place)."""
+    for console, stderr in ((output.out, False), (output.err, True)):
+        vars(console).update(vars(output.new_console(stderr=stderr)))
+
+
 def upgraded_engine(env: dict[str, str]) -> Engine:
     """`sheetsync db upgrade` on the environment's database; an engine on it."""
-    result = subprocess.run(
-        [str(SCRIPT), "db", "upgrade"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=COMMAND_TIMEOUT_S,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
+    result = run_here(["db", "upgrade"], env, None)
+    assert result.code == 0, result.stderr
     assert "schema up to date" in result.stdout
     return make_engine(env["SHEETSYNC_DATABASE_URL"])

@@ -55,8 +55,6 @@ FIXTURE_MARKERS: dict[str, str] = {
     "worker_processes": "worker",
     "postgres_url": "postgres",
     "compose": "docker",
-    "cli": "process",
-    "pg_cli": "process",
 }
 
 #: Names whose use (a call, an import) in a test, a fixture or a helper of tests/ starts
@@ -98,9 +96,18 @@ _SPAWN_EVENTS = frozenset(
 def _ours(obj: object) -> bool:
     """A function or class defined in a module under tests/ (a test module, a conftest,
     ``support``): its code is read too."""
-    module = sys.modules.get(getattr(obj, "__module__", None) or "")
-    file = getattr(module, "__file__", None)
-    return file is not None and any(Path(file).is_relative_to(d) for d in _TEST_DIRS)
+    name = getattr(obj, "__module__", None) or ""
+    known = _MODULES_OURS.get(name)
+    if known is None:
+        file = getattr(sys.modules.get(name), "__file__", None)
+        known = file is not None and any(Path(file).is_relative_to(d) for d in _TEST_DIRS)
+        if name in sys.modules:  # a module not imported yet is asked about again
+            _MODULES_OURS[name] = known
+    return known
+
+
+#: Whether a module (by name) is under tests/: asked tens of thousands of times a run.
+_MODULES_OURS: dict[str, bool] = {}
 
 
 def _codes(code: types.CodeType) -> Iterator[types.CodeType]:
