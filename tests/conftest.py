@@ -17,9 +17,9 @@ Keys
     ``pii_keys``      two fresh keys in ``SHEETSYNC_PII_KEYS`` (newest first), as bytes.
 
 The pipeline
-    ``redis_url``        a Redis DB for buffers (``SHEETSYNC_TEST_REDIS_URL``, default db
-                         15 on 127.0.0.1), emptied before and after each test; the broker
-                         uses the next-lower DB, emptied likewise.
+    ``redis_url``        a Redis DB for buffers (db 15 of this process's own redis-server,
+                         ``support.redis_dbs``), emptied before and after each test; the
+                         broker uses the next-lower DB, emptied likewise.
     ``emulator``         one Sheets API emulator for the session; ``admin`` resets it.
     ``pipeline_env``     SHEETSYNC_* variables for a test: short delays (never the
                          production 10 s), the emulator's endpoints, these Redis DBs and
