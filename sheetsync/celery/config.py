@@ -13,6 +13,7 @@ from kombu.entity import Exchange, Queue
 from sheetsync import redis_urls
 from sheetsync.dispatch import QUEUE_DEFAULT, QUEUE_SCHEDULED, QUEUES
 from sheetsync.settings import Settings
+from sheetsync.task_messages import SOCKET_OPTIONS
 
 
 def config_for(settings: Settings) -> dict[str, Any]:
@@ -33,6 +34,9 @@ def config_for(settings: Settings) -> dict[str, Any]:
         # transport; nothing sheetsync sends comes near it (dead letters live in the DB).
         "broker_transport_options": {
             "visibility_timeout": settings.visibility_timeout_s,
+            # A broker that accepts and never answers must not hold a send forever (a web
+            # app's push thread, a worker's flush): the bounds of the slim install's.
+            **SOCKET_OPTIONS,
             **broker.transport_options,
         },
         "task_queues": [Queue(name, Exchange(name), routing_key=name) for name in QUEUES],
