@@ -3,9 +3,9 @@
 A command runs in this process by default: ``sheetsync.cli.main``, what the console
 script calls, with the command's environment, working directory, stdout and stderr, and
 every per-process cache (settings, keys, engine, services, consoles, logging) fresh, as a
-new process has them. A new process cost about a second of CPU per command (an eighth of
-the suite's CPU). :func:`installed_script` runs the installed console script instead, for what
-only a process shows (its start-up, its exit code as the shell sees it).
+new process has them. A new process cost about a second of CPU per command (a quarter of
+the parallel tier's CPU). :func:`installed_script` runs the installed console script
+instead, for what only a process shows (its start-up, its exit code as the shell sees it).
 """
 
 from __future__ import annotations
@@ -27,13 +27,13 @@ from celery import Celery
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from sheetsync import cli
+from sheetsync import cli, dispatch
 from sheetsync.celery.config import config_for
 from sheetsync.celery.dispatcher import CeleryDispatcher
 from sheetsync.cli import output
 from sheetsync.crypto import reset_keyring
 from sheetsync.db import dispose_engine, make_engine
-from sheetsync.dispatch import Dispatcher, set_dispatcher
+from sheetsync.dispatch import Dispatcher
 from sheetsync.models import (
     DeadLetter,
     DeadLetterAnswer,
@@ -161,16 +161,16 @@ def installed_script(cli: Cli) -> ScriptCli:
 def run_here(args: list[str], variables: dict[str, str], cwd: Path | None) -> Result:
     """``sheetsync *args`` in this process, as a new process would run it."""
     stdout, stderr = io.StringIO(), io.StringIO()
-    dispatcher = _NewProcessDispatcher()
+    dispatcher, registered = _NewProcessDispatcher(), dispatch._dispatcher
     with _as_a_new_process(variables, cwd), redirect_stdout(stdout), redirect_stderr(stderr):
         _fresh_consoles()
-        set_dispatcher(cast(Dispatcher, dispatcher))
+        dispatch.set_dispatcher(cast(Dispatcher, dispatcher))
         try:
             code = cli.main(args)
         except SystemExit as exc:  # what the console script's sys.exit would do
             code = exc.code if isinstance(exc.code, int) else 1
         finally:
-            set_dispatcher(None)
+            dispatch.set_dispatcher(registered)  # the test's own, if it set one
             dispatcher.close()
     _fresh_consoles()
     return Result(code, stdout.getvalue(), stderr.getvalue())
