@@ -10,6 +10,7 @@ A shared Redis is database 12 of the test process's own redis-server
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -18,6 +19,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +49,8 @@ DEAD_LETTER_LINE = re.compile(
 #: The revoked owner's form: answers trip_1 … trip_50.
 REVOKED_ANSWER_IDS = {f"trip_{n}" for n in range(1, 51)}
 
-#: Each test runs the real demo (its stack, a worker, beat): long, so not in test-fast.
+#: Each test runs the real demo (its stack, a worker, beat; two tests share one run of a
+#: newcomer's demo): long, so not in test-fast.
 pytestmark = pytest.mark.slow
 
 needs_redis_server = pytest.mark.skipif(
@@ -63,6 +66,64 @@ def demo_redis_url() -> Iterator[str]:
     yield url
     client.flushdb()
     client.close()
+
+
+@dataclass(frozen=True)
+class DemoRun:
+    """One ``sheetsync demo`` with its own redis-server, and what the Redis on
+    127.0.0.1:6379 held just before it (key and heartbeat names; None if nothing
+    answered there)."""
+
+    workdir: Path
+    result: subprocess.CompletedProcess[str]
+    elapsed: float
+    keys_before: set[bytes] | None
+    workers_before: set[str] | None
+
+
+@pytest.fixture(scope="session")
+def default_demo(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
+    """The demo as a newcomer runs it (no SHEETSYNC_* at all), run once for the whole
+    test run: two tests look at the same run, whichever pytest process (xdist) gets
+    there first runs it under a file lock and leaves its outcome for the other."""
+    basetemp = tmp_path_factory.getbasetemp()
+    # Under xdist each process's basetemp is a directory of the run's own.
+    shared = basetemp.parent if os.environ.get("PYTEST_XDIST_WORKER") else basetemp
+    workdir, outcome = shared / "default-demo", shared / "default-demo.json"
+    with open(shared / "default-demo.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not outcome.exists():
+            workdir.mkdir()
+            keys = workers = None
+            if redis_answers(DEFAULT_PORT_REDIS_URL):
+                client = redis.Redis.from_url(DEFAULT_PORT_REDIS_URL)
+                keys, workers = key_names(client), heartbeat_names(client)
+                client.close()
+            result, elapsed = run_demo(workdir)
+            outcome.write_text(
+                json.dumps(
+                    {
+                        "returncode": result.returncode,
+                        "stdout": result.stdout,
+                        "stderr": result.stderr,
+                        "elapsed": elapsed,
+                        "keys_before": None if keys is None else [k.hex() for k in keys],
+                        "workers_before": None if workers is None else sorted(workers),
+                    }
+                )
+            )
+    saved = json.loads(outcome.read_text())
+    return DemoRun(
+        workdir=workdir,
+        result=subprocess.CompletedProcess(
+            [str(SHEETSYNC), "demo"], saved["returncode"], saved["stdout"], saved["stderr"]
+        ),
+        elapsed=saved["elapsed"],
+        keys_before=None
+        if saved["keys_before"] is None
+        else {bytes.fromhex(k) for k in saved["keys_before"]},
+        workers_before=None if saved["workers_before"] is None else set(saved["workers_before"]),
+    )
 
 
 def clean_environment(**variables: str) -> dict[str, str]:
@@ -223,9 +284,9 @@ def test_demo_on_a_shared_redis_lands_every_answer_once_and_leaves_only_what_was
 
 @needs_redis_server
 def test_demo_with_its_own_redis_parks_the_revoked_owner_and_prints_commands_that_work(
-    tmp_path: Path, demo_redis_url: str
+    default_demo: DemoRun, demo_redis_url: str
 ) -> None:
-    result, _ = run_demo(tmp_path)
+    result, tmp_path = default_demo.result, default_demo.workdir
 
     assert result.returncode == 0, described(result, tmp_path)
     assert sum(int(n) for n in SHEET_LINE.findall(result.stdout)) == expected_rows()
@@ -321,19 +382,16 @@ def test_kept_demo_lets_the_printed_commands_reconnect_and_replay_the_revoked_ow
 
 
 @needs_redis_server
-def test_demo_leaves_no_key_in_the_redis_already_on_port_6379(tmp_path: Path) -> None:
-    if not redis_answers(DEFAULT_PORT_REDIS_URL):
-        pytest.skip("nothing answers on 127.0.0.1:6379")
+def test_demo_leaves_no_key_in_the_redis_already_on_port_6379(default_demo: DemoRun) -> None:
+    if default_demo.keys_before is None or default_demo.workers_before is None:
+        pytest.skip("nothing answered on 127.0.0.1:6379 when the demo ran")
+    result = default_demo.result
     client = redis.Redis.from_url(DEFAULT_PORT_REDIS_URL)
-    before = key_names(client)
-    workers_before = heartbeat_names(client)
 
-    result, _ = run_demo(tmp_path)
-
-    assert result.returncode == 0, described(result, tmp_path)
+    assert result.returncode == 0, described(result, default_demo.workdir)
     assert OWN_REDIS_LINE.search(result.stdout), result.stdout
-    assert key_names(client) - before == set()
-    new_workers = heartbeat_names(client) - workers_before
+    assert key_names(client) - default_demo.keys_before == set()
+    new_workers = heartbeat_names(client) - default_demo.workers_before
     assert not [name for name in new_workers if name.startswith("demo-")]
     client.close()
 
