@@ -6,8 +6,8 @@ the markers of what it starts, so nobody has to write or remember them:
     redis     the tests' redis-server (``support.redis_dbs``), or one of its own
     emulator  the Sheets API emulator (in this process, on a thread of its own)
     worker    a Celery worker, in-process (``worker``) or processes (``worker_processes``)
-    process   another process: a subprocess (the CLI, celery, ``python -c``, ``make -n``...),
-              a fork, a prefork pool
+    process   another process: a subprocess (the installed ``sheetsync`` script, celery,
+              ``python -c``, ``make -n``...), a fork, a prefork pool
     postgres  PostgreSQL (``postgres_url``, or ``db_url`` parametrized with ``"postgres"``)
     docker    ``docker compose`` (the ``compose`` fixture)
     unit      none of these, and not ``browser``, ``chaos`` or ``slow``: ``make test-unit``
