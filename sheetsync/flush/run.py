@@ -50,6 +50,11 @@ DEFAULT_BATCHES_PER_RUN = 20
 #: A run may wait this long in-process for a rate-limit slot; a longer wait reschedules
 #: the task, timed to wake this much before the slot frees.
 DEFAULT_SLOT_LEAD_S = 0.75
+#: A run woken for its turn still waits in-process when the turn moved this much later
+#: since: the windows slide with the writes actually sent, so a turn drifts by tens of
+#: milliseconds while its run sleeps, and rescheduling for that would wake it once more
+#: for nothing.
+DEFAULT_SLOT_SLIP_S = 0.5
 #: How often a lingering run looks at the list again.
 DEFAULT_LINGER_POLL_S = 0.05
 #: How often a run held for a fuller batch looks again (so a burst that ends is sent
@@ -193,7 +198,10 @@ class FlushRun:
             paying = owner is not None and is_priority_plan(owner.plan)
             weight = self.services.settings.rate_priority_weight if paying else FREE_WEIGHT
         acquire = self.services.limiter.acquirer(
-            google_account, DEFAULT_SLOT_LEAD_S, waiter=self.key.base, weight=weight
+            google_account,
+            DEFAULT_SLOT_LEAD_S + DEFAULT_SLOT_SLIP_S,
+            waiter=self.key.base,
+            weight=weight,
         )
         client = SheetsClient(refresh_token, settings=self.services.settings, acquire=acquire)
         access = SheetAccess(self.services, self.key, client, self.tally, self._lease)
@@ -275,7 +283,7 @@ class FlushRun:
             lead_s=DEFAULT_SLOT_LEAD_S,
             cost=2 if header_pending else 1,
         )
-        if wait > DEFAULT_SLOT_LEAD_S:
+        if wait > DEFAULT_SLOT_LEAD_S + DEFAULT_SLOT_SLIP_S:
             # The buffer keeps its place in the queue: wake up a little before its turn,
             # build the batch meanwhile, and the append waits the rest (see acquirer).
             raise RateLimited(
