@@ -47,8 +47,8 @@ log = logging.getLogger(__name__)
 
 #: Batches one run appends before it hands the buffer to a fresh task (fairness).
 DEFAULT_BATCHES_PER_RUN = 20
-#: A run may wait this long in-process for a rate-limit slot; a longer wait reschedules
-#: the task, timed to wake this much before the slot frees.
+#: A run whose rate-limit slot is further off reschedules the task, timed to wake this
+#: much before the slot frees, and waits the rest in-process.
 DEFAULT_SLOT_LEAD_S = 0.75
 #: A run woken for its turn still waits in-process when the turn moved this much later
 #: since: the windows slide with the writes actually sent, so a turn drifts by tens of
