@@ -93,7 +93,7 @@ def default_demo(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
     with open(shared / "default-demo.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not outcome.exists():
-            workdir.mkdir()
+            workdir.mkdir(exist_ok=True)  # an earlier try that raised made it
             keys = workers = None
             if redis_answers(DEFAULT_PORT_REDIS_URL):
                 client = redis.Redis.from_url(DEFAULT_PORT_REDIS_URL)

@@ -18,7 +18,7 @@ from support.markdown import code_blocks, page
 from support.waiting import wait_until
 
 from sheetsync import emit_answers_submitted
-from sheetsync.db import make_engine, normalize_url
+from sheetsync.db import dispose_engine, make_engine, normalize_url
 from sheetsync.db import upgrade as upgrade_schema
 from sheetsync.models import GoogleCredential, Question, Step, Submission, User
 
@@ -71,6 +71,7 @@ def engine(monkeypatch: pytest.MonkeyPatch) -> Iterator[Engine]:
         yield engine
         engine.dispose()
     finally:
+        dispose_engine()  # the process's default engine, if anything made one on it
         with admin.connect() as connection:
             connection.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         admin.dispose()
