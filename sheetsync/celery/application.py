@@ -55,8 +55,16 @@ app.conf.update(config_for(_settings()))
 
 
 def reconfigure() -> None:
-    """Apply the current settings to the app (after the environment changed)."""
+    """Apply the current settings to the app (after the environment changed), and drop
+    its broker connections and producers: they were made for the old broker URL, and a
+    send through them would still go there."""
     app.conf.update(config_for(get_settings()))
+    # What Celery's own after-fork cleanup resets (Celery._after_fork), without its
+    # signal; not closed, as a sender may still hold them for its last send.
+    app._pool = None
+    amqp = app.__dict__.get("amqp")
+    if amqp is not None:
+        amqp._producer_pool = None
 
 
 @worker_init.connect
