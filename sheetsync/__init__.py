@@ -4,6 +4,8 @@ The calls a web app makes::
 
     from sheetsync import emit_answer_submitted, credential_reconnected, resend_failed
     from sheetsync import emit_answers_submitted  # a bulk import
+    from sheetsync import emit_answer_updated, emit_answer_deleted  # edits, deletions
+    from sheetsync import emit_answers_updated, emit_answers_deleted  # in bulk
     from sheetsync import links_changed  # after changing a link's owner or a plan
     from sheetsync import check_settings  # once, when the web app starts
     from sheetsync import backfill  # a form's existing answers to a newly linked sheet
@@ -25,6 +27,12 @@ if TYPE_CHECKING:
         links_changed,
     )
     from sheetsync.emit.backfill import BackfillResult, backfill
+    from sheetsync.emit.changes import (
+        emit_answer_deleted,
+        emit_answer_updated,
+        emit_answers_deleted,
+        emit_answers_updated,
+    )
     from sheetsync.emit.push_thread import wait_for_pushes
     from sheetsync.emit.resend import ResendResult, resend_failed
     from sheetsync.recovery.reconnect import credential_reconnected
@@ -41,8 +49,12 @@ __all__ = [
     "backfill",
     "check_settings",
     "credential_reconnected",
+    "emit_answer_deleted",
     "emit_answer_submitted",
+    "emit_answer_updated",
+    "emit_answers_deleted",
     "emit_answers_submitted",
+    "emit_answers_updated",
     "links_changed",
     "resend_failed",
     "wait_for_pushes",
@@ -55,6 +67,10 @@ _LAZY = {
     "EmitResult": "sheetsync.emit.answers",
     "emit_answer_submitted": "sheetsync.emit.answers",
     "emit_answers_submitted": "sheetsync.emit.answers",
+    "emit_answer_updated": "sheetsync.emit.changes",
+    "emit_answers_updated": "sheetsync.emit.changes",
+    "emit_answer_deleted": "sheetsync.emit.changes",
+    "emit_answers_deleted": "sheetsync.emit.changes",
     "links_changed": "sheetsync.emit.answers",
     "ResendResult": "sheetsync.emit.resend",
     "resend_failed": "sheetsync.emit.resend",

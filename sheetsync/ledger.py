@@ -13,10 +13,11 @@ from __future__ import annotations
 import functools
 import typing
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import String, Table, bindparam, case, cast, literal, or_, select
+from sqlalchemy import String, Table, and_, bindparam, case, cast, literal, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Session
@@ -24,6 +25,7 @@ from sqlalchemy.orm import Session
 from sheetsync.metrics import events
 from sheetsync.metrics.names import LEDGER_TRANSITIONS
 from sheetsync.models import (
+    AnswerChange,
     SheetTransaction,
     SpreadSheet,
     Submission,
@@ -34,7 +36,22 @@ from sheetsync.models import (
 
 #: States after which a flush must not append the answer again.
 SETTLED = frozenset(
-    {TransactionType.COMPLETED, TransactionType.DEAD_LETTERED, TransactionType.FAILED}
+    {
+        TransactionType.COMPLETED,
+        TransactionType.DEAD_LETTERED,
+        TransactionType.FAILED,
+        TransactionType.DELETED,
+    }
+)
+#: States no later write moves a row out of, but a change: COMPLETED only to DELETED.
+TERMINAL = (TransactionType.COMPLETED.value, TransactionType.DELETED.value)
+#: States whose (answer, sheet) an edit or a deletion applies to: the answer was emitted
+#: there, and is not deleted already.
+CHANGEABLE = (
+    TransactionType.ENQUEUED.value,
+    TransactionType.COMPLETED.value,
+    TransactionType.FAILED.value,
+    TransactionType.DEAD_LETTERED.value,
 )
 #: States an emit may move on from: an (answer, sheet) in any other state was emitted
 #: already (ENQUEUED, or settled), and emitting it again (a web retry, a double submit)
@@ -48,20 +65,8 @@ def states(
     session: Session, answer_ids: Sequence[str], spread_sheet_id: str, sheet_id: int
 ) -> dict[str, TransactionType]:
     """The ledger state of each id for one sheet (ids with no row are absent)."""
-    result: dict[str, TransactionType] = {}
-    tx = SheetTransaction
-    for start in range(0, len(answer_ids), UPSERT_CHUNK):
-        chunk = answer_ids[start : start + UPSERT_CHUNK]
-        rows = session.execute(
-            select(tx.submission_answer_id, tx.type).where(
-                tx.spread_sheet_id == spread_sheet_id,
-                tx.sheet_id == sheet_id,
-                tx.submission_answer_id.in_(chunk),
-            )
-        )
-        for answer_id, state in rows:
-            result[answer_id] = TransactionType(state)
-    return result
+    found = entries(session, answer_ids, spread_sheet_id, sheet_id)
+    return {answer_id: entry.state for answer_id, entry in found.items()}
 
 
 def record(
@@ -145,8 +150,132 @@ def _upsert(dialect: str) -> Any:
             "error_message": statement.excluded.error_message,
             "updated_at": statement.excluded.updated_at,
         },
-        where=SheetTransaction.type != TransactionType.COMPLETED.value,
+        # Not NOT IN: an expanding parameter cannot take part in an executemany.
+        where=and_(*(SheetTransaction.type != state for state in TERMINAL)),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One (answer, sheet) row as a flush reads it."""
+
+    state: TransactionType
+    change: AnswerChange | None = None
+    #: ``change_seq`` as read: clearing the change is a compare-and-set on it.
+    seq: int = 0
+
+
+def entries(
+    session: Session, answer_ids: Sequence[str], spread_sheet_id: str, sheet_id: int
+) -> dict[str, Entry]:
+    """Each id's state and pending change for one sheet (ids with no row are absent)."""
+    result: dict[str, Entry] = {}
+    tx = SheetTransaction
+    for start in range(0, len(answer_ids), UPSERT_CHUNK):
+        chunk = answer_ids[start : start + UPSERT_CHUNK]
+        rows = session.execute(
+            select(tx.submission_answer_id, tx.type, tx.change, tx.change_seq).where(
+                tx.spread_sheet_id == spread_sheet_id,
+                tx.sheet_id == sheet_id,
+                tx.submission_answer_id.in_(chunk),
+            )
+        )
+        for answer_id, state, change, seq in rows:
+            result[answer_id] = Entry(
+                TransactionType(state), AnswerChange(change) if change else None, int(seq or 0)
+            )
+    return result
+
+
+def mark_changed(
+    session: Session, answer_ids: Sequence[str], change: AnswerChange
+) -> list[tuple[str, str, int]]:
+    """Record ``change`` on every sheet these answers were emitted to (an UPDATE never
+    replaces a DELETE: a deleted answer stays deleted). Returns the (answer id,
+    spreadsheet id, gid) marked."""
+    tx = SheetTransaction
+    marked: list[tuple[str, str, int]] = []
+    for start in range(0, len(answer_ids), UPSERT_CHUNK):
+        chunk = answer_ids[start : start + UPSERT_CHUNK]
+        statement = (
+            update(tx)
+            .where(tx.submission_answer_id.in_(chunk), tx.type.in_(CHANGEABLE))
+            .values(change=change, change_seq=tx.change_seq + 1, updated_at=utcnow())
+            .returning(tx.submission_answer_id, tx.spread_sheet_id, tx.sheet_id)
+        )
+        if change is AnswerChange.UPDATE:
+            statement = statement.where(
+                or_(tx.change.is_(None), tx.change != AnswerChange.DELETE.value)
+            )
+        rows = session.execute(statement, execution_options={"synchronize_session": False})
+        marked += [(str(a), str(s), int(g)) for a, s, g in rows]
+    return marked
+
+
+def followed(
+    session: Session,
+    seqs: Mapping[str, int],
+    spread_sheet_id: str,
+    sheet_id: int,
+    errors: Mapping[str, str] | None = None,
+) -> None:
+    """The sheet shows each answer as it was when its ``change_seq`` was ``seqs[id]``
+    (or, with a reason in ``errors``, the edit could not be written and its row keeps
+    the version before): clear the change unless a newer one was emitted since."""
+    if not seqs:
+        return
+    tx = SheetTransaction
+    statement = (
+        update(tx)
+        .where(
+            tx.submission_answer_id == bindparam("answer_id"),
+            tx.spread_sheet_id == spread_sheet_id,
+            tx.sheet_id == sheet_id,
+            tx.change_seq == bindparam("seen"),
+            tx.change == AnswerChange.UPDATE.value,
+        )
+        .values(change=None, error_message=bindparam("error"))
+    )
+    errors = errors or {}
+    params = [
+        {"answer_id": answer_id, "seen": seq, "error": errors.get(answer_id)}
+        for answer_id, seq in seqs.items()
+    ]
+    session.connection().execute(statement, params)
+
+
+#: The reason a DELETED row records: where the answer's row went.
+DELETED_NEVER_WRITTEN = "deleted before its row was written"
+DELETED_ROW_REMOVED = "its row was removed"
+DELETED_NO_ROW = "no row of it was found (deleted by hand)"
+DELETED_ROW_BLANKED = "its personal-info cells were blanked (the link keeps rows)"
+
+
+def record_deleted(
+    session: Session, reasons: Mapping[str, str], spread_sheet_id: str, sheet_id: int
+) -> None:
+    """These answers have no row in the sheet any more, or never had one (``reasons``:
+    id -> one of the ``DELETED_*`` reasons): DELETED from any state, COMPLETED too."""
+    if not reasons:
+        return
+    events.count(LEDGER_TRANSITIONS, len(reasons), to=TransactionType.DELETED.value)
+    tx = SheetTransaction
+    statement = (
+        update(tx)
+        .where(
+            tx.submission_answer_id == bindparam("answer_id"),
+            tx.spread_sheet_id == spread_sheet_id,
+            tx.sheet_id == sheet_id,
+        )
+        .values(
+            type=TransactionType.DELETED.value,
+            change=None,
+            error_message=bindparam("reason"),
+            updated_at=utcnow(),
+        )
+    )
+    params = [{"answer_id": answer_id, "reason": reason} for answer_id, reason in reasons.items()]
+    session.connection().execute(statement, params)
 
 
 #: What a refused link records (the emit knows the link's id and owner from its routes).

@@ -143,6 +143,17 @@ class TransactionType(enum.StrEnum):
     COMPLETED = "COMPLETED"
     FAILED = "FAILED"
     DEAD_LETTERED = "DEAD_LETTERED"
+    #: The answer was deleted: its row is gone from the sheet, or was never written.
+    DELETED = "DELETED"
+
+
+class AnswerChange(enum.StrEnum):
+    """A change to an answer the sheet has yet to follow (``SheetTransaction.change``)."""
+
+    #: Its items changed: its row is rewritten at its latest version.
+    UPDATE = "UPDATE"
+    #: It was deleted (or erased): its row is removed.
+    DELETE = "DELETE"
 
 
 class DeadLetterReason(enum.StrEnum):
@@ -296,6 +307,9 @@ class SpreadSheet(Base):
     #: Write text that begins like a formula (``=``, ``+``, ``-``, ``@``, tab, CR) with a
     #: leading apostrophe: the sheet's CSV export then runs nothing in other programs.
     escape_formulas: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    #: A deleted (or erased) answer's personal-info cells and submitter are blanked, its
+    #: row kept, instead of its row being deleted: for owners who keep row counts.
+    blank_on_delete: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     submission: Mapped[Submission] = relationship(back_populates="spread_sheets")
     create_user: Mapped[User] = relationship()
@@ -333,6 +347,7 @@ class SheetTransaction(Base):
             name="uq_sheet_transaction_answer_sheet",
         ),
         Index(None, "type", "updated_at"),
+        Index(None, "change"),
     )
 
     id: Mapped[int] = mapped_column(BigIntId, primary_key=True, autoincrement=True)
@@ -342,6 +357,11 @@ class SheetTransaction(Base):
     sheet_id: Mapped[int] = mapped_column(BigInteger)
     type: Mapped[TransactionType] = mapped_column(_enum(TransactionType))
     error_message: Mapped[str | None] = mapped_column(Text)
+    #: A change the sheet has yet to follow (None: the row, if any, is up to date).
+    change: Mapped[AnswerChange | None] = mapped_column(_enum(AnswerChange))
+    #: Counts the changes emitted: a flush clears ``change`` only if no newer one came
+    #: since it read the answer (a compare-and-set on this).
+    change_seq: Mapped[int] = mapped_column(Integer, server_default="0")
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
 
@@ -378,6 +398,7 @@ class DeadLetterAnswer(Base):
     """One answer id held by a dead letter."""
 
     __tablename__ = "dead_letter_answer"
+    __table_args__ = (Index(None, "answer_id"),)
 
     dead_letter_id: Mapped[int] = mapped_column(
         BigIntId, ForeignKey("dead_letter.id", ondelete="CASCADE"), primary_key=True

@@ -10,7 +10,8 @@ dotted path ``package.module:function`` to a callable that takes a :class:`Notif
 - a link fails for good (:data:`LINK_FAILED`: the form, link or sheet is gone or refuses
   the answers) or is paused
   (:data:`LINK_PAUSED`: row 1 no longer matches its columns);
-- their dead letters are replayed (:data:`DEAD_LETTERS_REPLAYED`).
+- their dead letters are replayed (:data:`DEAD_LETTERS_REPLAYED`);
+- a deletion or erasure could not be applied to a sheet, and waits (:data:`ERASURE_PENDING`).
 
 A notification carries ids and a fixed message, never answer values, tokens or error
 text from Google. Its ids are checked before any hook sees them (:func:`field_problem`):
@@ -72,6 +73,7 @@ CREDENTIAL_INVALID = "credential_invalid"
 LINK_FAILED = "link_failed"
 LINK_PAUSED = "link_paused"
 DEAD_LETTERS_REPLAYED = "dead_letters_replayed"
+ERASURE_PENDING = "erasure_pending"
 
 #: The one message per topic: fixed text, so nothing from outside reaches the owner.
 MESSAGES = {
@@ -80,6 +82,8 @@ MESSAGES = {
     "is gone or refused",
     LINK_PAUSED: "A linked sheet is paused: its first row no longer matches the form's columns",
     DEAD_LETTERS_REPLAYED: "Answers that waited are being written to your sheet again",
+    ERASURE_PENDING: "Deleted answers could not be removed from a linked sheet yet: they "
+    "are removed once sheetsync can reach it again",
 }
 
 

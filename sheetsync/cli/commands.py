@@ -26,6 +26,7 @@ from sheetsync.cli import (
     demo,
     dlq,
     emulator,
+    erase,
     forms,
     health,
     links,
@@ -59,6 +60,7 @@ app = new_app("Stream form answers into Google Sheets: operate buffers, dead let
 app.command("status", cls=HelpCommand)(status)
 app.command("health", cls=HelpCommand)(health.health)
 app.command("resend", cls=HelpCommand)(resend.resend)
+app.command("erase", cls=HelpCommand)(erase.erase)
 app.command("backfill", cls=HelpCommand)(backfill.backfill)
 app.add_typer(dlq.app, name="dlq")
 app.add_typer(links.app, name="links")

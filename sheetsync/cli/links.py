@@ -1,4 +1,5 @@
-"""``sheetsync links``: list links, resume a paused one, escape formula-like text.
+"""``sheetsync links``: list links, resume a paused one, escape formula-like text, keep
+rows on deletion.
 
 A link pauses when row 1 of its sheet no longer matches its columns (a header a person
 changed so that no column can be found again); nothing is written to it until it is
@@ -39,14 +40,15 @@ def list_links(
     heading(counted(len(rows), "link"))
     shown = table(
         "id", "form", "spreadsheet", "gid", "owner", "columns", "tab", "cells", "formulas",
-        "paused", right=("id", "cells"),
+        "on delete", "paused", right=("id", "cells"),
     )  # fmt: skip
     for row in rows:
         why = f"{short_time(row.paused_at)}: {clip(row.paused_reason)}" if row.paused_reason else ""
         shown.add_row(
             str(row.id), row.form, row.spreadsheet, str(row.gid), row.owner,
             str(row.columns), str(row.tab), f"{row.tab_cells:,}",
-            "escaped" if row.escape_formulas else "as typed", why,
+            "escaped" if row.escape_formulas else "as typed",
+            "blank PII" if row.blank_on_delete else "delete row", why,
         )  # fmt: skip
     out.print(shown)
 
@@ -96,3 +98,34 @@ def escape_formulas(
     state = "escapes formula-like text" if now else "writes text as typed"
     same = " (unchanged)" if was == now else ""
     out.print(f"link {link_id} {state}{same}; rows written from now on", markup=False)
+
+
+@app.command("on-delete", cls=HelpCommand)
+def on_delete(
+    link_id: Annotated[int, typer.Argument(metavar="LINK", help="The link's id.")],
+    *,
+    blank_pii: Annotated[
+        bool,
+        typer.Option(
+            "--blank-pii/--delete-row",
+            help="Blank the personal-info cells and the submitter, keeping the row; or "
+            "delete the row (the default).",
+        ),
+    ],
+    as_json: JsonFlag = False,
+) -> None:
+    """What a deleted or erased answer does to its row in this link's sheet: deleted
+    (the default), or kept with its personal-info cells and submitter blanked, for owners
+    who keep row counts. Deletions from now on follow it."""
+    from sheetsync.ops import links
+
+    with open_services() as services:
+        was = links.blank_on_delete(services, link_id, on=blank_pii)
+    if as_json:
+        print_json({"link_id": link_id, "blank_on_delete": blank_pii, "was": was})
+        return
+    state = (
+        "blanks a deleted answer's personal info" if blank_pii else "deletes a deleted answer's row"
+    )
+    same = " (unchanged)" if was == blank_pii else ""
+    out.print(f"link {link_id} {state}{same}", markup=False)

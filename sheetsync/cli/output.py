@@ -30,10 +30,11 @@ from rich.text import Text
 
 from sheetsync.text import iso, printable
 
-#: Exit codes: 0 ok, 1 error, 2 usage.
+#: Exit codes: 0 ok, 1 error, 2 usage, 3 not done yet (an erasure still pending).
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
+EXIT_PENDING = 3
 
 #: Width of output going to a pipe or a file: wide enough that no table cell is ever cut
 #: or wrapped. A terminal gets its own width; COLUMNS, when set, wins over both.

@@ -48,6 +48,7 @@ def status(
             "workers": status_data.collect_workers(services),
             "buffers": status_data.collect_buffers(services, limit),
             "dead_letters": status_data.collect_dead_letters(services),
+            "changes_pending": status_data.collect_changes(services),
             "limiter": status_data.collect_limiter(services),
             "redis_warning": redis_urls.eviction_warning(services.redis),
             "downgrades": downgrades(services.settings),
@@ -70,6 +71,7 @@ def render(report: dict[str, Any]) -> None:
     if workers_alive:  # with none alive, the workers section already said what to do
         _render_stalled(report["stalled_queues"])
     _render_dead_letters(report["dead_letters"])
+    _render_changes(report["changes_pending"])
     _render_limiter(report["limiter"])
 
 
@@ -198,6 +200,14 @@ def _render_dead_letters(dead: dict[str, Any]) -> None:
             str(dead["by_status"][state]),
         )
     out.print(grid)
+
+
+def _render_changes(changes: dict[str, int]) -> None:
+    """Edits and deletions waiting for their sheets (an erasure's deletions among them)."""
+    edits, deletions = changes.get("UPDATE", 0), changes.get("DELETE", 0)
+    heading(f"changes pending: {edits} edits, {deletions} deletions (erasures among them)")
+    if deletions:
+        hint("a deletion pending for long waits for its sheet: `sheetsync erase --check ID`")
 
 
 def _render_limiter(limiter: dict[str, Any]) -> None:

@@ -209,22 +209,30 @@ def _target(session: Session, entry: DeadLetter, key: BufferKey) -> tuple[Buffer
 
 
 def _requeue(session: Session, entry: DeadLetter) -> list[str]:
-    """The entry's ids not in the sheet, recorded ENQUEUED. The entry stays REPLAYING
+    """The entry's ids not in the sheet, recorded ENQUEUED, and those in it whose edit or
+    deletion waits, to go back to their buffer. The entry stays REPLAYING
     until none of them is ENQUEUED: the flush run that settles the last one makes it
     DONE (:func:`~sheetsync.deadletters.replay_end.complete_replays`); failing again for
     its reason puts them back in it, one attempt more. With none to requeue, it is DONE
     at once."""
     ids = store.answer_ids(session, entry.id)
-    states = ledger.states(session, ids, entry.spread_sheet_id, entry.sheet_id)
-    requeued = [i for i in ids if states.get(i) is not TransactionType.COMPLETED]
-    if not requeued:  # all in the sheet already: no flush will come to say so
+    entries = ledger.entries(session, ids, entry.spread_sheet_id, entry.sheet_id)
+    done = (TransactionType.COMPLETED, TransactionType.DELETED)
+    requeued = [i for i in ids if (e := entries.get(i)) is None or e.state not in done]
+    # In the sheet, with an edit or a deletion still to apply: back to the buffer too.
+    changed = [
+        i
+        for i in ids
+        if (e := entries.get(i)) and e.state is TransactionType.COMPLETED and e.change
+    ]
+    if not requeued and not changed:  # all in the sheet already: no flush will say so
         store.done_in(session, entry)
-        return requeued
+        return []
     ledger.record(
         session, requeued, entry.spread_sheet_id, entry.sheet_id, TransactionType.ENQUEUED
     )
     requeued_in(session, entry)
-    return requeued
+    return [*requeued, *changed]
 
 
 # An operator's replay (``sheetsync dlq replay`` and the console).

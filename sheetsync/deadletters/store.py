@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -38,6 +38,8 @@ from sheetsync.settings import Settings
 ERROR_CHARS_MAX = 500
 #: Ledger note on the ids of a purged entry (they will never be retried).
 PURGED_MESSAGE = "dead letter purged by an operator"
+#: Why an entry whose every id was erased is PURGED.
+ERASED = "its answers were erased"
 #: Entries a purge may drop; the others are finished or owned by a running replay.
 PURGEABLE = (DeadLetterStatus.PENDING, DeadLetterStatus.FAILED)
 #: Ids per insert of an entry's answers (keeps bind parameters under SQLite's limit).
@@ -129,6 +131,38 @@ def answer_ids(session: Session, entry_id: int) -> list[str]:
             .order_by(SubmissionAnswer.submitted_at.asc().nulls_last(), DeadLetterAnswer.answer_id)
         )
     )
+
+
+def drop_answers(session: Session, answer_ids: Sequence[str]) -> int:
+    """Take these ids out of every dead letter (they were erased: no replay may write
+    them again); an entry left holding none is PURGED. Returns how many were taken out."""
+    touched: set[int] = set()
+    removed = 0
+    for start in range(0, len(answer_ids), INSERT_CHUNK):
+        chunk = answer_ids[start : start + INSERT_CHUNK]
+        rows = session.execute(
+            delete(DeadLetterAnswer)
+            .where(DeadLetterAnswer.answer_id.in_(chunk))
+            .returning(DeadLetterAnswer.dead_letter_id),
+            execution_options={"synchronize_session": False},
+        ).all()
+        removed += len(rows)
+        touched.update(row[0] for row in rows)
+    if touched:
+        still_holding = select(DeadLetterAnswer.dead_letter_id).where(
+            DeadLetterAnswer.dead_letter_id == DeadLetter.id
+        )
+        session.execute(
+            update(DeadLetter)
+            .where(
+                DeadLetter.id.in_(sorted(touched)),
+                DeadLetter.status.in_(PURGEABLE),
+                ~still_holding.exists(),
+            )
+            .values(status=DeadLetterStatus.PURGED, error_message=ERASED, updated_at=utcnow()),
+            execution_options={"synchronize_session": False},
+        )
+    return removed
 
 
 def answer_count(entry_id_column: Any) -> Any:

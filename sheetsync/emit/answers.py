@@ -58,7 +58,7 @@ class EmitResult:
 
 
 @dataclass
-class _Recorded:
+class Recorded:
     """What one emit call recorded, per answer."""
 
     enqueued: dict[str, list[BufferKey]] = field(default_factory=lambda: defaultdict(list))
@@ -108,17 +108,17 @@ def emit_answers_submitted(
 ) -> list[EmitResult]:
     """Queue many answers (a bulk import): one statement per :data:`BATCH_CHUNK`
     answers, one push per buffer. Results are in the order given."""
-    forms = _forms_given(answers)
+    forms = forms_given(answers)
     services = services or get_services()
     if session is not None:
         recorded = _record(session, forms, services)
         if recorded.pushes:
-            _push_after_commit(session, services, recorded.pushes)
-        return _results(forms, recorded, pushed=False)
+            push_after_commit(session, services, recorded.pushes)
+        return results_of(forms, recorded, pushed=False)
     with services.sessions.begin() as own:
         recorded = _record(own, forms, services)
-    pushed = _push_now(services, recorded.pushes)
-    return _results(forms, recorded, pushed=pushed)
+    pushed = push_now(services, recorded.pushes)
+    return results_of(forms, recorded, pushed=pushed)
 
 
 def record_backfill(
@@ -140,10 +140,10 @@ def record_backfill(
 
 def push_recorded(services: Services, pushes: Pushes) -> bool:
     """Push what :func:`record_backfill` recorded, once its transaction committed."""
-    return _push_now(services, pushes)
+    return push_now(services, pushes)
 
 
-def _forms_given(answers: Iterable[str | SubmissionAnswer]) -> dict[str, str | None]:
+def forms_given(answers: Iterable[str | SubmissionAnswer]) -> dict[str, str | None]:
     """Answer id -> its form when the caller gave the object, else None (validated)."""
     forms: dict[str, str | None] = {}
     for answer in answers:
@@ -161,7 +161,7 @@ def _record(
     *,
     only_link_ids: Sequence[int] | None = None,
     queue: str | None = None,
-) -> _Recorded:
+) -> Recorded:
     unknown = [answer_id for answer_id, form in forms.items() if form is None]
     if unknown:
         found = dict(
@@ -178,7 +178,7 @@ def _record(
     cache = routes_cache(services)
     routes = {form: cache.get(session, form) for form in {f for f in forms.values() if f}}
     allowed = [link for entry in routes.values() for link in entry.allowed_link_ids]
-    recorded = _Recorded()
+    recorded = Recorded()
     answer_ids = list(forms)
     for start in range(0, len(answer_ids), BATCH_CHUNK):
         chunk = answer_ids[start : start + BATCH_CHUNK]
@@ -213,7 +213,7 @@ def _route_for(
 def _take(
     session: Session,
     services: Services,
-    recorded: _Recorded,
+    recorded: Recorded,
     answer_id: str,
     route: Route | None,
     state: TransactionType,
@@ -260,8 +260,8 @@ def _correct(
     )
 
 
-def _results(
-    forms: dict[str, str | None], recorded: _Recorded, *, pushed: bool
+def results_of(
+    forms: dict[str, str | None], recorded: Recorded, *, pushed: bool
 ) -> list[EmitResult]:
     return [
         EmitResult(
@@ -274,7 +274,7 @@ def _results(
     ]
 
 
-def _push_now(services: Services, pushes: Pushes) -> bool:
+def push_now(services: Services, pushes: Pushes) -> bool:
     """Push each buffer's ids, one round trip per set of buffers that take the same ids
     (one answer's sheets: one call); True when every push reached Redis."""
     by_ids: dict[tuple[str, ...], list[tuple[BufferKey, str]]] = defaultdict(list)
@@ -288,7 +288,7 @@ def _push_now(services: Services, pushes: Pushes) -> bool:
     return ok
 
 
-def _push_after_commit(session: Session, services: Services, pushes: Pushes) -> None:
+def push_after_commit(session: Session, services: Services, pushes: Pushes) -> None:
     _listen_to_every_session()
     session.info.setdefault(_PENDING, []).append((services, pushes))
 
@@ -306,7 +306,7 @@ def _flush_pending(session: Session) -> None:
     pending = session.info.pop(_PENDING, None)
     if not pending:
         return
-    sender = push_thread(_push_now)  # off the request's path (emit/push_thread.py)
+    sender = push_thread(push_now)  # off the request's path (emit/push_thread.py)
     for services, pushes in pending:
         sender.submit(services, pushes)
 

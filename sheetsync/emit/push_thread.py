@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 
 #: (buffer, queue) -> the ids to push there.
 Pushes: TypeAlias = dict[tuple[BufferKey, str], list[str]]
-#: Sends pushes now; True when every one reached Redis (``answers._push_now``).
+#: Sends pushes now; True when every one reached Redis (``answers.push_now``).
 Send: TypeAlias = Callable[[Services, Pushes], bool]
 
 #: Commits waiting for the thread; past this, a commit's push is dropped.

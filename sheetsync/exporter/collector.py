@@ -98,8 +98,12 @@ class PipelineCollector(Collector):
         credentials = labelled(n.CREDENTIALS)
         for state, count in status.collect_credentials(self.services).items():
             credentials.add_metric([state], count)
+        changes = labelled(n.CHANGES_PENDING)
+        for change, count in status.collect_changes(self.services).items():
+            changes.add_metric([change], count)
         return [
             letters,
+            changes,
             gauge(n.DEAD_LETTERS_DUE, dead["pending_due_now"]),
             credentials,
             *_limiter_metrics(status.collect_limiter(self.services)),

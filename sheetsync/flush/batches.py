@@ -14,9 +14,8 @@ from sheetsync.flush.hydrate import fetch_answers
 from sheetsync.flush.layout import FormLayout, load_layout
 from sheetsync.flush.rows import RowBuilder
 from sheetsync.flush.typed import Cell
-from sheetsync.ledger import SETTLED
-from sheetsync.ledger import states as ledger_states
-from sheetsync.models import TransactionType
+from sheetsync.ledger import SETTLED, Entry, entries
+from sheetsync.models import AnswerChange, TransactionType
 from sheetsync.redis_keys import BufferKey
 from sheetsync.settings import Settings
 
@@ -32,7 +31,8 @@ class Batch:
 
     ``consumed`` is the head of the list this batch covers (the LTRIM count); each id
     in it is either appended (``appended_ids``), failed (``failed``, with the reason),
-    or was already settled (skipped).
+    rewritten in place (``updates``), removed (``deletions``), recorded DELETED without a
+    request (``deleted``: it was never written), or was already settled (skipped).
     """
 
     consumed: list[str]
@@ -40,6 +40,22 @@ class Batch:
     appended_ids: list[str] = field(default_factory=list)
     positions: list[int] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
+    #: Landed answers that were edited: their rows at the latest version.
+    updates: dict[str, list[Cell]] = field(default_factory=dict)
+    #: Landed answers that were deleted: their rows go.
+    deletions: list[str] = field(default_factory=list)
+    #: Deleted answers that never landed.
+    deleted: list[str] = field(default_factory=list)
+    #: Edits of answers a dead letter holds: its replay appends the latest version.
+    moot: list[str] = field(default_factory=list)
+    #: Edits whose row cannot be built (the reason): the row keeps its last version.
+    failed_updates: dict[str, str] = field(default_factory=dict)
+    #: ``change_seq`` as read, of each appended or updated id that had an UPDATE pending.
+    seqs: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def has_changes(self) -> bool:
+        return bool(self.updates or self.deletions)
 
     def cut(self, max_bytes: int) -> Batch:
         """The longest prefix whose request stays under ``max_bytes``.
@@ -57,6 +73,12 @@ class Batch:
             appended_ids=list(self.appended_ids),
             positions=list(self.positions),
             failed=dict(self.failed),
+            updates=dict(self.updates),
+            deletions=list(self.deletions),
+            deleted=list(self.deleted),
+            moot=list(self.moot),
+            failed_updates=dict(self.failed_updates),
+            seqs=dict(self.seqs),
         )
         used = keep = 0
         while keep < len(batch.rows):
@@ -92,6 +114,12 @@ class Batch:
             appended_ids=self.appended_ids[:keep],
             positions=self.positions[:keep],
             failed={k: v for k, v in self.failed.items() if k in kept},
+            updates={k: v for k, v in self.updates.items() if k in kept},
+            deletions=[k for k in self.deletions if k in kept],
+            deleted=[k for k in self.deleted if k in kept],
+            moot=[k for k in self.moot if k in kept],
+            failed_updates={k: v for k, v in self.failed_updates.items() if k in kept},
+            seqs={k: v for k, v in self.seqs.items() if k in kept},
         )
 
 
@@ -135,16 +163,30 @@ class BatchBuilder:
         form's own layout, all text."""
         layout = layout or self.layout(session)
         rows = self._row_builder(layout, zone)
-        states = ledger_states(session, ids, self.key.spread_sheet_id, self.key.sheet_id)
-        wanted = [i for i in dict.fromkeys(ids) if states.get(i) not in skip]
+        ledger = entries(session, ids, self.key.spread_sheet_id, self.key.sheet_id)
+        plan = {i: _plan(ledger.get(i), skip) for i in dict.fromkeys(ids)}
+        wanted = [i for i, step in plan.items() if step in ("append", "update")]
         answers = fetch_answers(session, wanted) if wanted else {}
         batch = Batch(consumed=list(ids))
         seen: set[str] = set()
         for position, answer_id in enumerate(ids):
-            if answer_id in seen or states.get(answer_id) in skip:
+            step = plan[answer_id]
+            if answer_id in seen or step == "skip":
                 continue
             seen.add(answer_id)
+            entry = ledger.get(answer_id)
+            if entry is not None and entry.change is AnswerChange.UPDATE:
+                batch.seqs[answer_id] = entry.seq
             answer = answers.get(answer_id)
+            if step == "delete" or (step == "update" and answer is None):
+                batch.deletions.append(answer_id)  # an answer gone is a deleted one
+                continue
+            if step == "forget":
+                batch.deleted.append(answer_id)
+                continue
+            if step == "moot":
+                batch.moot.append(answer_id)
+                continue
             if answer is None:
                 batch.failed[answer_id] = MISSING_ANSWER
                 continue
@@ -156,9 +198,35 @@ class BatchBuilder:
             except ConfigError:
                 raise  # a PII key is missing: the configuration's fault; the run retries
             except (ValidationError, CryptoError) as exc:
-                batch.failed[answer_id] = str(exc)
+                if step == "update":  # its row keeps the last version that could be built
+                    batch.failed_updates[answer_id] = str(exc)
+                else:
+                    batch.failed[answer_id] = str(exc)
+                continue
+            if step == "update":
+                batch.updates[answer_id] = row
                 continue
             batch.rows.append(row)
             batch.appended_ids.append(answer_id)
             batch.positions.append(position)
         return batch
+
+
+def _plan(entry: Entry | None, skip: frozenset[TransactionType]) -> str:
+    """What a batch does with an id: ``append`` it, ``update`` or ``delete`` its row,
+    ``forget`` it (deleted before it landed: DELETED, no request), clear its edit as
+    ``moot``, or ``skip`` it."""
+    state = entry.state if entry is not None else None
+    change = entry.change if entry is not None else None
+    if state is TransactionType.DELETED:
+        return "skip"  # whatever asks: a deleted answer is never written again
+    if change is AnswerChange.DELETE:
+        return "delete" if state is TransactionType.COMPLETED else "forget"
+    if change is AnswerChange.UPDATE:
+        if state is TransactionType.COMPLETED:
+            return "update"
+        if state is TransactionType.FAILED:
+            return "append"  # the edit may have mended what failed
+        if state is TransactionType.DEAD_LETTERED and state in skip:
+            return "moot"  # its replay appends the latest version
+    return "skip" if state in skip else "append"

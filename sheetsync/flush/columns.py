@@ -180,11 +180,16 @@ def pause(session: Session, link_id: int, reason: str) -> None:
 
 
 def layout_of(
-    session: Session, link_id: int, form: FormLayout, *, escape_formulas: bool = False
+    session: Session,
+    link_id: int,
+    form: FormLayout,
+    *,
+    escape_formulas: bool = False,
+    blank_on_delete: bool = False,
 ) -> FormLayout:
     """The layout rows are built with: every placed column of the map at its position
     (deleted questions too), typed as the form says now (or as stored, once deleted), and
-    the link's ``escape_formulas``."""
+    the link's ``escape_formulas`` and ``blank_on_delete``."""
     current = {q.question_id: q for q in form.questions}
     questions: list[FormQuestion] = []
     positions: list[int] = []
@@ -201,6 +206,7 @@ def layout_of(
         form.ignored_question_ids - mapped,
         positions=tuple(positions),
         escape_formulas=escape_formulas,
+        blank_on_delete=blank_on_delete,
     )
 
 

@@ -38,7 +38,7 @@ from sheetsync.flush.columns import LinkPaused
 from sheetsync.flush.outcomes import Outcome
 from sheetsync.flush.run import FlushRun
 from sheetsync.ledger import SETTLED
-from sheetsync.models import DeadLetterReason, TransactionType
+from sheetsync.models import AnswerChange, DeadLetterReason, TransactionType
 
 log = logging.getLogger(__name__)
 
@@ -191,20 +191,24 @@ def _park_buffer(
     *,
     alert: bool = True,
 ) -> bool:
-    """Move every unsettled id of the buffer to a dead letter, then trim them. With a
-    ``precondition``, only if it holds, checked in the same transaction. Returns whether
-    the ids were parked."""
+    """Move every unsettled id of the buffer (and every landed one whose edit or deletion
+    is pending) to a dead letter, then trim them. With a ``precondition``, only if it
+    holds, checked in the same transaction. Returns whether the ids were parked; the
+    owner is told when a deletion waits with them."""
     ids = run.services.store.read_all(run.key)
     delay = store.delay_for(reason, run.services.settings)
     with run.services.sessions.begin() as session:
         if precondition is not None and not precondition(session):
             return False
-        settled = ledger.states(session, ids, run.key.spread_sheet_id, run.key.sheet_id)
-        pending = list(dict.fromkeys(i for i in ids if settled.get(i) not in SETTLED))
+        entries = ledger.entries(session, ids, run.key.spread_sheet_id, run.key.sheet_id)
+        pending = list(dict.fromkeys(i for i in ids if _unsettled(entries.get(i))))
         store.park(session, run.key, pending, reason, message, delay_s=delay)
         run.replays.note(session)  # parked in another entry, an id is settled for a replay
     run.trim(len(ids), None)
     run.tally.parked += len(pending)
+    deletions = [i for i in pending if (e := entries.get(i)) and e.change is AnswerChange.DELETE]
+    if deletions:
+        _notify_owner(run, notify.ERASURE_PENDING)
     if pending and alert:
         send_alert_once(
             run.services.redis,
@@ -215,6 +219,13 @@ def _park_buffer(
             settings=run.services.settings,
         )
     return True
+
+
+def _unsettled(entry: ledger.Entry | None) -> bool:
+    """Whether a parked id still has something to do in the sheet."""
+    if entry is None or entry.state not in SETTLED:
+        return True
+    return entry.change is not None and entry.state is not TransactionType.DELETED
 
 
 def _notify_owner(run: FlushRun, topic: str) -> None:

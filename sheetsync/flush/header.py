@@ -38,12 +38,14 @@ def columns_for_batch(active: ActiveTab, form: FormLayout) -> FormLayout:
     services, key = active.access.services, active.access.key
     with services.sessions.begin() as session:
         link = columns.link_of(session, key)
-        link_id, escape_formulas = link.id, link.escape_formulas
+        link_id, escape_formulas, blank = link.id, link.escape_formulas, link.blank_on_delete
         row1_has_work = columns.sync_with_form(session, link_id, form, services.settings)
     if row1_has_work or not services.store.sheet_cache(key).header_ok:
         _check_header(active, link_id)
     with services.sessions() as session:
-        return columns.layout_of(session, link_id, form, escape_formulas=escape_formulas)
+        return columns.layout_of(
+            session, link_id, form, escape_formulas=escape_formulas, blank_on_delete=blank
+        )
 
 
 def _check_header(active: ActiveTab, link_id: int) -> None:

@@ -21,6 +21,8 @@ from sheetsync.models import Question, QuestionType, Step, Submission
 
 #: Columns before the question columns: answer id, submitter, submitted at.
 FIXED_COLUMNS = 3
+#: The fixed column of the submitter's name (personal info).
+SUBMITTER_COLUMN = 1
 _QUESTION_TYPES: dict[str | None, QuestionType] = {kind.value: kind for kind in QuestionType}
 _warned_types: set[str | None] = set()
 
@@ -50,6 +52,9 @@ class FormLayout:
     positions: tuple[int, ...] | None = None
     #: The link's ``escape_formulas``: text that begins like a formula gets an apostrophe.
     escape_formulas: bool = False
+    #: The link's ``blank_on_delete``: a deleted answer's personal-info cells and
+    #: submitter are blanked, its row kept.
+    blank_on_delete: bool = False
 
     @property
     def cell_indexes(self) -> tuple[int, ...]:
@@ -81,6 +86,17 @@ class FormLayout:
     @property
     def question_ids(self) -> tuple[str, ...]:
         return tuple(question.question_id for question in self.questions)
+
+    @property
+    def personal_cell_indexes(self) -> tuple[int, ...]:
+        """The cells of a row that hold personal info: the submitter, and each
+        PERSONAL_INFO question's."""
+        personal = [
+            index
+            for question, index in zip(self.questions, self.cell_indexes, strict=True)
+            if question.type is QuestionType.PERSONAL_INFO
+        ]
+        return (SUBMITTER_COLUMN, *personal)
 
     @property
     def has_personal_info(self) -> bool:

@@ -26,6 +26,8 @@ class Tally:
     """What one run did, counted as it goes."""
 
     appended: int = 0
+    updated: int = 0
+    deleted: int = 0
     parked: int = 0
     failed: int = 0
     requests: list[str] = field(default_factory=list)
@@ -46,7 +48,8 @@ class Outcome:
         """One line for the task's result (Flower shows it): counts and requests, no data."""
         requests = ", ".join(self.tally.requests) or "none"
         return (
-            f"{self.status}: appended {self.tally.appended}, parked {self.tally.parked}, "
+            f"{self.status}: appended {self.tally.appended}, updated {self.tally.updated}, "
+            f"deleted {self.tally.deleted}, parked {self.tally.parked}, "
             f"failed {self.tally.failed}; Sheets requests: {requests}"
         )
 

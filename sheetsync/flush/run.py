@@ -28,6 +28,7 @@ from sheetsync.dispatch import is_priority_plan
 from sheetsync.errors import CredentialError, HoldForBatch, RateLimited, WaitForIntent
 from sheetsync.flush import header, intents
 from sheetsync.flush.batches import Batch, BatchBuilder
+from sheetsync.flush.changes import ChangeWriter, Followed
 from sheetsync.flush.layout import FormLayout
 from sheetsync.flush.outcomes import Outcome, Tally
 from sheetsync.flush.rollover import Rollover
@@ -73,6 +74,7 @@ class OpenedSheet:
     tab: ActiveTab
     writer: SheetWriter
     rollover: Rollover
+    changes: ChangeWriter
     acquire: Acquire
     google_account: str
 
@@ -81,7 +83,15 @@ class OpenedSheet:
         cls, access: SheetAccess, tab: Tab, acquire: Acquire, google_account: str
     ) -> OpenedSheet:
         active = ActiveTab(access, tab)
-        return cls(access, active, SheetWriter(active), Rollover(active), acquire, google_account)
+        return cls(
+            access,
+            active,
+            SheetWriter(active),
+            Rollover(active),
+            ChangeWriter(active),
+            acquire,
+            google_account,
+        )
 
 
 class FlushRun:
@@ -350,8 +360,15 @@ class FlushRun:
         """Append the batch (built with ``layout``) and settle it. Returns the ids left in
         the list and the oldest one's age (s)."""
         batch = batch.cut(self.services.settings.request_bytes_max)
+        followed = Followed()
+        if batch.has_changes:  # before the append: it finds rows by column A alone
+            followed = sheet.changes.apply(
+                batch.updates, batch.deletions, layout, self.services.settings.request_bytes_max
+            )
         if not batch.rows:
-            return self.settle(batch, [], {}, last_row=None, intent_id=None, sheet=sheet)
+            return self.settle(
+                batch, [], {}, last_row=None, intent_id=None, sheet=sheet, followed=followed
+            )
         batch = sheet.rollover.fit(batch, header_row(layout, self.services.settings))
         cache = self.services.store.sheet_cache(self.key)
         intent_id, appended = sheet.writer.append(
@@ -372,6 +389,7 @@ class FlushRun:
             intent_id=intent_id,
             sheet=sheet,
             width=layout.width,
+            followed=followed,
         )
 
     def settle(
@@ -384,11 +402,20 @@ class FlushRun:
         intent_id: int | None,
         sheet: OpenedSheet,
         width: int = 0,
+        followed: Followed | None = None,
     ) -> tuple[int, float]:
-        """Record the batch (and the ``width`` cells per row it took in the tab) and drop
-        its intent in one transaction, then trim the list. Returns the ids left and the
-        oldest one's age."""
+        """Record the batch (and the ``width`` cells per row it took in the tab, and the
+        changes ``followed``) and drop its intent in one transaction, then trim the list.
+        Returns the ids left and the oldest one's age."""
         failed = {**batch.failed, **refused}
+        followed = followed or Followed()
+        deleted = {
+            **dict.fromkeys(batch.deleted, ledger.DELETED_NEVER_WRITTEN),
+            **followed.deleted,
+        }
+        not_written = {**batch.failed_updates, **followed.refused, **failed}
+        seen = [*landed, *followed.updated, *followed.not_found, *batch.moot, *not_written]
+        seqs = {i: batch.seqs[i] for i in seen if i in batch.seqs}
         alert: str | None = None
         with self.services.sessions.begin() as session:
             self.replays.note(session)
@@ -404,12 +431,18 @@ class FlushRun:
             ledger.record_many(
                 session, failed, self.key.spread_sheet_id, self.key.sheet_id, TransactionType.FAILED
             )
+            ledger.followed(
+                session, seqs, self.key.spread_sheet_id, self.key.sheet_id, errors=not_written
+            )
+            ledger.record_deleted(session, deleted, self.key.spread_sheet_id, self.key.sheet_id)
             if intent_id is not None:
                 intents.resolve(session, intent_id)
         if alert is not None:
             sheet.rollover.alert(alert)
         self.tally.appended += len(landed)
         self.tally.failed += len(failed)
+        self.tally.updated += len(followed.updated)
+        self.tally.deleted += len(deleted)
         return self.trim(len(batch.consumed), last_row)
 
     def trim(self, count: int, last_row: int | str | None) -> tuple[int, float]:

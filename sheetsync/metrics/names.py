@@ -49,6 +49,7 @@ LIMITER_BUSIEST = "sheetsync_limiter_busiest_account_used"
 #: Accounts named in LIMITER_BUSIEST, per kind: the label set stays bounded.
 BUSIEST_ACCOUNTS = 5
 CREDENTIALS = "sheetsync_credentials"
+CHANGES_PENDING = "sheetsync_changes_pending"
 SOURCE_UP = "sheetsync_source_up"
 SCRAPE_DURATION = "sheetsync_scrape_duration_seconds"
 
@@ -185,6 +186,14 @@ DEFINITIONS = (
         "database",
         "Google credentials by status (VALID, INVALID, EXPIRED).",
         ("status",),
+    ),
+    Definition(
+        CHANGES_PENDING,
+        "gauge",
+        "database",
+        "Edits (UPDATE) and deletions (DELETE, erasures among them) of answers that a "
+        "sheet has yet to follow, per (answer, sheet).",
+        ("change",),
     ),
     Definition(
         SOURCE_UP,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Literal
 
 from sqlalchemy import func, select
 
@@ -35,6 +36,9 @@ class LinkRow:
     #: Formula-like text is written after an apostrophe (``sheetsync links
     #: escape-formulas``).
     escape_formulas: bool = False
+    #: A deleted answer's personal-info cells are blanked, its row kept (``sheetsync
+    #: links on-delete``).
+    blank_on_delete: bool = False
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,7 @@ def list_links(services: Services, *, paused_only: bool = False) -> list[LinkRow
                 link.tab_number or 1,
                 int(link.tab_cells or 0),
                 bool(link.escape_formulas),
+                bool(link.blank_on_delete),
             )
             for link, count in session.execute(query)
         ]
@@ -100,10 +105,22 @@ def resume(services: Services, link_id: int) -> Resumed:
 def escape_formulas(services: Services, link_id: int, *, on: bool) -> bool:
     """Turn the link's ``escape_formulas`` on or off; returns what it was. Rows written
     from now on follow it; rows already in the sheet stay as they are."""
+    return _set_flag(services, link_id, "escape_formulas", on)
+
+
+def blank_on_delete(services: Services, link_id: int, *, on: bool) -> bool:
+    """Make a deleted (or erased) answer's personal-info cells blanked, its row kept (on),
+    or its row deleted (off); returns what it was. Deletions from now on follow it."""
+    return _set_flag(services, link_id, "blank_on_delete", on)
+
+
+def _set_flag(
+    services: Services, link_id: int, name: Literal["escape_formulas", "blank_on_delete"], on: bool
+) -> bool:
     with services.sessions.begin() as session:
         link = session.get(SpreadSheet, link_id, with_for_update=True)
         if link is None:
             raise NotFoundError(f"link {link_id} does not exist")
-        was = bool(link.escape_formulas)
-        link.escape_formulas = on
+        was = bool(getattr(link, name))
+        setattr(link, name, on)
     return was

@@ -14,10 +14,12 @@ from sqlalchemy import func, select
 
 from sheetsync.errors import ValidationError
 from sheetsync.models import (
+    AnswerChange,
     CredentialStatus,
     DeadLetter,
     DeadLetterStatus,
     GoogleCredential,
+    SheetTransaction,
     utcnow,
 )
 from sheetsync.ops import heartbeats
@@ -201,6 +203,21 @@ def collect_dead_letters(services: Services) -> dict[str, Any]:
         "counts": counts,
         "pending_due_now": int(due_now or 0),
     }
+
+
+def collect_changes(services: Services) -> dict[str, int]:
+    """Edits and deletions (erasures among them) the sheets have yet to follow: an
+    ``UPDATE`` and ``DELETE`` count of (answer, sheet) ledger rows, 0 when none."""
+    with services.sessions() as session:
+        rows = session.execute(
+            select(SheetTransaction.change, func.count())
+            .where(SheetTransaction.change.is_not(None))
+            .group_by(SheetTransaction.change)
+        ).all()
+    counts = {change.value: 0 for change in AnswerChange}
+    for change, count in rows:
+        counts[str(change)] = int(count)
+    return counts
 
 
 def collect_credentials(services: Services) -> dict[str, int]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, case, func, select
+from sqlalchemy import and_, case, func, or_, select
 from sqlalchemy.orm import Session
 
 from sheetsync import ledger, links
@@ -23,6 +23,10 @@ from sheetsync.errors import ConfigError
 from sheetsync.flush import intents
 from sheetsync.flush.batches import MISSING_ANSWER
 from sheetsync.models import (
+    AnswerChange,
+    DeadLetter,
+    DeadLetterAnswer,
+    DeadLetterStatus,
     SheetIntent,
     SheetTransaction,
     SpreadSheet,
@@ -128,6 +132,8 @@ def reconcile(
         if missing and push(services.store, [(key, queue_for_plan(group.plan))], missing):
             buffers += 1
             answers += len(missing)
+    changed_buffers, changed = _repush_changes(services, cutoff, covered, ids_per_buffer)
+    buffers, answers = buffers + changed_buffers, answers + changed
     if answers:
         log.warning("reconciler re-pushed %d answers to %d buffers", answers, buffers)
     return ReconcileReport(buffers, answers)
@@ -149,6 +155,74 @@ def _short_buffers(services: Services, groups: list[_Group]) -> list[_Group]:
         if length < group.enqueued or not has_job:
             short.append(group)
     return short
+
+
+def _repush_changes(
+    services: Services,
+    cutoff: datetime,
+    covered: set[tuple[str, int, str]],
+    limit: int,
+) -> tuple[int, int]:
+    """Push again the edits and deletions older than the cutoff that are not in their
+    buffer (an ENQUEUED answer's edit goes with its append, above). A deleted answer's
+    row may be gone: its sheet's links say which buffers to push to. Returns (buffers,
+    answers) pushed."""
+    tx = SheetTransaction
+    pending = (
+        select(tx.submission_answer_id, SpreadSheet.submission_id, SpreadSheet.create_user_id)
+        .add_columns(tx.spread_sheet_id, tx.sheet_id, User.plan)
+        .join(
+            SpreadSheet,
+            and_(
+                SpreadSheet.spread_sheet_id == tx.spread_sheet_id,
+                SpreadSheet.sheet_id == tx.sheet_id,
+            ),
+        )
+        .outerjoin(SubmissionAnswer, SubmissionAnswer.id == tx.submission_answer_id)
+        .outerjoin(User, User.id == SpreadSheet.create_user_id)
+        .where(
+            tx.change.is_not(None),
+            tx.updated_at < cutoff,
+            or_(tx.type != TransactionType.ENQUEUED, tx.change == AnswerChange.DELETE),
+            or_(
+                SubmissionAnswer.id.is_(None),
+                SubmissionAnswer.submission_id == SpreadSheet.submission_id,
+            ),
+            ~_held_by_a_dead_letter(),
+        )
+        .order_by(tx.updated_at)
+        .limit(limit)
+    )
+    by_buffer: dict[tuple[BufferKey, str], list[str]] = {}
+    with services.sessions() as session:
+        for answer_id, form_id, owner, spreadsheet, gid, plan in session.execute(pending):
+            if (spreadsheet, gid, answer_id) in covered:
+                continue
+            key = BufferKey(owner, form_id, spreadsheet, gid)
+            by_buffer.setdefault((key, queue_for_plan(plan)), []).append(answer_id)
+    buffers = answers = 0
+    for (key, queue), ids in by_buffer.items():
+        missing = _missing_from_buffer(services, key, ids)
+        if missing and push(services.store, [(key, queue)], missing):
+            buffers += 1
+            answers += len(missing)
+    return buffers, answers
+
+
+def _held_by_a_dead_letter() -> Any:
+    """The (answer, sheet) waits in an open dead letter: its replay pushes it."""
+    tx = SheetTransaction
+    return (
+        select(DeadLetterAnswer.answer_id)
+        .join(DeadLetter, DeadLetter.id == DeadLetterAnswer.dead_letter_id)
+        .where(
+            DeadLetterAnswer.answer_id == tx.submission_answer_id,
+            DeadLetter.spread_sheet_id == tx.spread_sheet_id,
+            DeadLetter.sheet_id == tx.sheet_id,
+            DeadLetter.status.in_((DeadLetterStatus.PENDING, DeadLetterStatus.REPLAYING)),
+        )
+        .exists()
+    )
 
 
 def _missing_from_buffer(services: Services, key: BufferKey, ids: list[str]) -> list[str]:
@@ -197,7 +271,7 @@ def _lost_groups(cutoff: datetime) -> Any:
             ),
         )
         .outerjoin(User, User.id == SpreadSheet.create_user_id)
-        .where(tx.type == TransactionType.ENQUEUED)
+        .where(tx.type == TransactionType.ENQUEUED, _not_deleted())
         .group_by(
             tx.spread_sheet_id,
             tx.sheet_id,
@@ -209,6 +283,13 @@ def _lost_groups(cutoff: datetime) -> Any:
     )
 
 
+def _not_deleted() -> Any:
+    """Not a deletion: a deleted answer is pushed as one (:func:`_repush_changes`), never
+    failed for its answer being gone."""
+    tx = SheetTransaction
+    return or_(tx.change.is_(None), tx.change != AnswerChange.DELETE)
+
+
 def _old_ids(session: Session, group: _Group, cutoff: datetime, limit: int) -> list[str]:
     """The group's old ENQUEUED ids, oldest first."""
     tx = SheetTransaction
@@ -216,6 +297,7 @@ def _old_ids(session: Session, group: _Group, cutoff: datetime, limit: int) -> l
         select(tx.submission_answer_id)
         .where(
             tx.type == TransactionType.ENQUEUED,
+            _not_deleted(),
             tx.updated_at < cutoff,
             tx.spread_sheet_id == group.spread_sheet_id,
             tx.sheet_id == group.sheet_id,

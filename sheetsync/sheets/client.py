@@ -297,6 +297,51 @@ class SheetsClient:
         body = self._execute(request, write=False)
         return [[str(cell) for cell in row] for row in body.get("values", [])]
 
+    def read_ranges(self, spreadsheet_id: str, a1_ranges: Sequence[str]) -> list[list[list[str]]]:
+        """The cells of several ranges as text, in one read (``values.batchGet``)."""
+        request = self._values.batchGet(
+            spreadsheetId=spreadsheet_id, ranges=list(a1_ranges), majorDimension="ROWS"
+        )
+        body = self._execute(request, write=False)
+        return [
+            [[str(cell) for cell in row] for row in value_range.get("values", [])]
+            for value_range in body.get("valueRanges", [])
+        ]
+
+    def update_ranges(
+        self, spreadsheet_id: str, data: Sequence[tuple[str, Sequence[Sequence[str | int | float]]]]
+    ) -> None:
+        """Write each ``(range, rows)`` RAW, in one ``values.batchUpdate`` (Google applies
+        it whole or not at all). Idempotent."""
+        body = {
+            "valueInputOption": "RAW",
+            "data": [
+                {"range": a1_range, "majorDimension": "ROWS", "values": rows}
+                for a1_range, rows in data
+            ],
+        }
+        self._execute(self._values.batchUpdate(spreadsheetId=spreadsheet_id, body=body), write=True)
+
+    def delete_rows(self, spreadsheet_id: str, spans: Sequence[tuple[int, int, int]]) -> None:
+        """Delete rows ``[start, end)`` (0 is row 1) of tab ``gid`` for each ``(gid, start,
+        end)``, in the order given, in one ``batchUpdate`` (whole or not at all): the
+        caller orders each tab's spans bottom up, so none moves another."""
+        requests = [
+            {
+                "deleteDimension": {
+                    "range": {
+                        "sheetId": gid,
+                        "dimension": "ROWS",
+                        "startIndex": start,
+                        "endIndex": end,
+                    }
+                }
+            }
+            for gid, start, end in spans
+        ]
+        body = {"requests": requests}
+        self._execute(self._sheets.batchUpdate(spreadsheetId=spreadsheet_id, body=body), write=True)
+
     def append_rows(
         self,
         spreadsheet_id: str,

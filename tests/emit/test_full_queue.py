@@ -30,7 +30,7 @@ HOLD_S = 10.0
 
 
 class HeldSend:
-    """The real send (``answers._push_now``), held until released: a hung push thread."""
+    """The real send (``answers.push_now``), held until released: a hung push thread."""
 
     def __init__(self) -> None:
         self.release = threading.Event()
@@ -41,7 +41,7 @@ class HeldSend:
         self.threads.add(threading.current_thread().name)
         self.sending.set()
         self.release.wait(HOLD_S)
-        return answers._push_now(services, pushes)
+        return answers.push_now(services, pushes)
 
 
 def emit_and_commit(pipeline: Services, answer_id: str) -> Any:

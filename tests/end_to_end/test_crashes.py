@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from support.crashes import crash_once
 from support.waiting import wait_until
 
 from sheetsync import emit_answer_submitted, emit_answers_submitted
@@ -17,24 +18,6 @@ def open_intents(pipeline):
 
     with pipeline.sessions() as session:
         return intents.all_open(session)
-
-
-class Crash(Exception):
-    """Stands for the process dying at this point."""
-
-
-def crash_once(monkeypatch, owner, name, *, when=lambda *a, **k: True):
-    original = getattr(owner, name)
-    fired = []
-
-    def wrapper(*args, **kwargs):
-        if not fired and when(*args, **kwargs):
-            fired.append(True)
-            raise Crash(name)
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(owner, name, wrapper)
-    return fired
 
 
 def sweep_until(world, pipeline, sheet, ids, timeout=30):

@@ -1,0 +1,248 @@
+"""Edits and deletions of answers whose rows landed: the sheet follows the answer.
+
+An answer's rows are found by its id in column A, read when the change is applied: the
+id moves with its row whatever people did to the sheet since (sorted it, inserted or
+deleted rows above it, added columns of their own; the header check pauses a link whose
+column A moved), in the active tab and in the tabs the link rolled over from. Developer
+metadata on each row would survive the same moves, but it costs a request per appended
+batch and reads of its own, and column A is already the row's identity: an intent is
+resolved by it too (docs/ARCHITECTURE.md, "The sheet follows the answer").
+
+One run's changes cost one read (``values.batchGet`` of column A of the link's tabs; one
+more, ``spreadsheets.get``, once the link has rolled over), one ``values.batchUpdate`` for
+every edit (the cells sheetsync owns, nothing else in the row) and one ``batchUpdate`` of
+``deleteDimension`` ranges for every deletion, bottom up so no deletion moves another.
+All of them are idempotent: a run that crashed is repeated, reading column A again.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from sheetsync.errors import TransientError, WaitForIntent
+from sheetsync.flush.cells import estimate_bytes, fit_row
+from sheetsync.flush.columns import column_letters
+from sheetsync.flush.layout import FIXED_COLUMNS, FormLayout
+from sheetsync.flush.rollover import rolled_title
+from sheetsync.flush.sheet import ActiveTab
+from sheetsync.flush.typed import Cell
+from sheetsync.ledger import DELETED_NO_ROW, DELETED_ROW_BLANKED, DELETED_ROW_REMOVED
+from sheetsync.sheets.client import quote_title
+
+log = logging.getLogger(__name__)
+
+#: Recorded on an edit too large for any request: the row keeps its version before.
+UPDATE_TOO_LARGE = "its edited row cannot be cut to fit one request"
+
+#: Where an answer's row is: the tab's title and gid, and the row's index (0 is row 1).
+Place = tuple[str, int, int]
+#: Cells of an edited answer's row to write: (answer id, A1 range, the range's rows).
+Range = tuple[str, str, list[list[Cell]]]
+
+
+@dataclass
+class Followed:
+    """What applying a batch's changes did."""
+
+    updated: list[str] = field(default_factory=list)
+    #: Deleted answers whose rows are gone: id -> a ``ledger.DELETED_*`` reason.
+    deleted: dict[str, str] = field(default_factory=dict)
+    #: Edits whose row a person deleted by hand: left so (docs, "Edits and deletions").
+    not_found: list[str] = field(default_factory=list)
+    #: Edits that could not be written (the reason): their rows keep the version before.
+    refused: dict[str, str] = field(default_factory=dict)
+
+
+class ChangeWriter:
+    """Applies the edits and deletions of one run's batches to its link's tabs."""
+
+    def __init__(self, active: ActiveTab) -> None:
+        self.active = active
+        self.access = active.access
+
+    def apply(
+        self,
+        updates: dict[str, list[Cell]],
+        deletions: Sequence[str],
+        layout: FormLayout,
+        max_bytes: int,
+    ) -> Followed:
+        """Rewrite the rows of ``updates`` and delete those of ``deletions``."""
+        followed = Followed()
+        places = self._find([*updates, *deletions])
+        owned = sorted({*range(FIXED_COLUMNS), *layout.cell_indexes})
+        data: list[Range] = []
+        for answer_id, row in updates.items():
+            found = places.get(answer_id)
+            if not found:
+                followed.not_found.append(answer_id)
+                continue
+            for title, _gid, index in found:
+                data += _cell_ranges(answer_id, title, index, row, owned)
+        chunks, too_large = _chunks(data, max_bytes)
+        for answer_id in too_large:
+            followed.refused[answer_id] = UPDATE_TOO_LARGE
+        for chunk in chunks:
+            self._send_updates([(a1_range, rows) for answer_id, a1_range, rows in chunk])
+        followed.updated = [
+            answer_id
+            for answer_id in updates
+            if answer_id in places and answer_id not in followed.refused
+        ]
+        gone = DELETED_ROW_BLANKED if layout.blank_on_delete else DELETED_ROW_REMOVED
+        followed.deleted = {
+            answer_id: gone if places.get(answer_id) else DELETED_NO_ROW for answer_id in deletions
+        }
+        doomed = [
+            (answer_id, place) for answer_id in deletions for place in places.get(answer_id, [])
+        ]
+        if doomed and layout.blank_on_delete:
+            blanks = sorted(layout.personal_cell_indexes)
+            cleared: list[Range] = []
+            for answer_id, (title, _gid, index) in doomed:
+                cleared += _cell_ranges(answer_id, title, index, [""] * (max(blanks) + 1), blanks)
+            self._send_updates([(a1_range, rows) for _id, a1_range, rows in cleared])
+        elif doomed:
+            self._send_deletions(_spans(place for _id, place in doomed))
+        if followed.not_found:
+            log.info(
+                "flush %s: %d edited answers have no row (deleted by hand); left so",
+                self.access.lease.token,
+                len(followed.not_found),
+            )
+        return followed
+
+    def _tabs(self) -> list[tuple[str, int]]:
+        """The link's tabs, as (title, gid): the active one, and those it rolled from."""
+        tab = self.active.tab
+        if tab.number <= 1:
+            return [(self.active.title(), tab.gid)]
+        spreadsheet_id = self.access.key.spread_sheet_id
+        grid = self.access.send(
+            "spreadsheets.get", lambda client: client.sheet_grid(spreadsheet_id)
+        )
+        gids = {title: gid for gid, (title, _columns) in grid.items()}
+        base = grid.get(self.access.key.sheet_id)
+        tabs = [(base[0], self.access.key.sheet_id)] if base is not None else []
+        if base is not None:
+            for number in range(2, tab.number + 1):
+                title = rolled_title(base[0], number)
+                if title in gids:
+                    tabs.append((title, gids[title]))
+        if tab.gid not in {gid for _title, gid in tabs}:
+            tabs.append((self.active.title(), tab.gid))
+        return tabs
+
+    def _find(self, answer_ids: Iterable[str]) -> dict[str, list[Place]]:
+        """Each answer's rows, by the id in column A of every tab of the link."""
+        wanted = set(answer_ids)
+        if not wanted:
+            return {}
+        tabs = self._tabs()
+        spreadsheet_id = self.access.key.spread_sheet_id
+        ranges = [f"{quote_title(title)}!A:A" for title, _gid in tabs]
+        columns = self.access.send(
+            "values.batchGet", lambda client: client.read_ranges(spreadsheet_id, ranges)
+        )
+        places: dict[str, list[Place]] = defaultdict(list)
+        for (title, gid), column in zip(tabs, columns, strict=False):
+            for index, cells in enumerate(column):
+                if index and cells and cells[0] in wanted:  # row 1 is the header
+                    places[cells[0]].append((title, gid, index))
+        return places
+
+    def _send_updates(self, data: list[tuple[str, list[list[Cell]]]]) -> None:
+        spreadsheet_id = self.access.key.spread_sheet_id
+        self.access.send(
+            "values.batchUpdate", lambda client: client.update_ranges(spreadsheet_id, data)
+        )
+
+    def _send_deletions(self, spans: list[tuple[int, int, int]]) -> None:
+        spreadsheet_id = self.access.key.spread_sheet_id
+        try:
+            self.access.send(
+                "spreadsheets.batchUpdate", lambda client: client.delete_rows(spreadsheet_id, spans)
+            )
+        except TransientError as exc:
+            # It may still apply: rows read before it did would name the wrong rows. The
+            # next run reads column A once it no longer can (as for an append's intent).
+            left_s = max(0.0, (self.access.client.deadline or time.monotonic()) - time.monotonic())
+            settle_s = self.access.services.settings.google_timeout_s
+            raise WaitForIntent(
+                f"a deletion may still apply ({type(exc).__name__})",
+                retry_after_s=left_s + settle_s,
+            ) from None
+
+
+def _cell_ranges(
+    answer_id: str, title: str, index: int, row: list[Cell], owned: list[int]
+) -> list[Range]:
+    """The ranges of one row that sheetsync owns (each run of adjacent columns), with the
+    row's cells in them; cells in other columns are never written."""
+    ranges: list[Range] = []
+    runs: list[list[int]] = []
+    for column in owned:
+        if runs and runs[-1][-1] == column - 1:
+            runs[-1].append(column)
+        else:
+            runs.append([column])
+    quoted, number = quote_title(title), index + 1
+    for run in runs:
+        first, last = column_letters(run[0]), column_letters(run[-1])
+        cells = [row[column] if column < len(row) else "" for column in run]
+        ranges.append((answer_id, f"{quoted}!{first}{number}:{last}{number}", [cells]))
+    return ranges
+
+
+def _chunks(data: list[Range], max_bytes: int) -> tuple[list[list[Range]], set[str]]:
+    """``data`` in requests under ``max_bytes`` each (a range too large has its longest
+    cells cut), and the answers with a range no request holds even cut: none of their
+    ranges is sent, so such an edit is refused alone and whole."""
+    budget = int(max_bytes * 0.98) - 200
+    fitted: list[tuple[Range, int]] = []
+    too_large: set[str] = set()
+    for answer_id, a1_range, rows in data:
+        overhead = len(a1_range) + 40
+        row, size = rows[0], estimate_bytes(rows[0]) + overhead
+        if size > budget:
+            cut = fit_row(row, budget - overhead)
+            if cut is None:
+                too_large.add(answer_id)
+                continue
+            row, size = cut, estimate_bytes(cut) + overhead
+        fitted.append(((answer_id, a1_range, [row]), size))
+    chunks: list[list[Range]] = []
+    used = 0
+    for item, size in fitted:
+        if item[0] in too_large:
+            continue
+        if not chunks or used + size > budget:
+            chunks.append([])
+            used = 0
+        chunks[-1].append(item)
+        used += size
+    return chunks, too_large
+
+
+def _spans(places: Iterable[Place]) -> list[tuple[int, int, int]]:
+    """Rows to delete as ``(gid, start, end)`` spans of adjacent rows, each tab's bottom
+    up (a deletion never moves the rows of the spans after it)."""
+    by_tab: dict[int, set[int]] = defaultdict(set)
+    for _title, gid, index in places:
+        by_tab[gid].add(index)
+    spans: list[tuple[int, int, int]] = []
+    for gid, indexes in by_tab.items():
+        ordered = sorted(indexes, reverse=True)
+        end = start = ordered[0]
+        for index in ordered[1:]:
+            if index == start - 1:
+                start = index
+                continue
+            spans.append((gid, start, end + 1))
+            end = start = index
+        spans.append((gid, start, end + 1))
+    return spans

@@ -1,0 +1,224 @@
+"""The sheet follows the answer: edits and deletions, end to end on real Redis, a real
+worker and the emulator through the real client, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import delete, select
+from support.databases import BOTH_DATABASES
+from support.waiting import wait_until
+
+from sheetsync import (
+    emit_answer_deleted,
+    emit_answer_submitted,
+    emit_answer_updated,
+    emit_answers_deleted,
+    emit_answers_submitted,
+    emit_answers_updated,
+)
+from sheetsync.models import QuestionType, SheetTransaction, SubmissionAnswer
+
+pytestmark = BOTH_DATABASES
+
+
+def text_question(form):
+    """The first plain-text question of the form (its column title and id)."""
+    return next(q for q in form.columns if q.type is QuestionType.SHORT_TEXT)
+
+
+def edit(world, answer_id, question, value):
+    """Change one answer's reply to ``question``, as the web app does."""
+    with world.pipeline.sessions.begin() as session:
+        answer = session.get(SubmissionAnswer, answer_id)
+        items = [item for item in answer.answer if item["questionId"] != question.id]
+        answer.answer = [*items, {"questionId": question.id, "value": value}]
+
+
+def cell(world, sheet, answer_id, title):
+    """The cell of ``answer_id``'s row under the header ``title`` (None: no such row)."""
+    rows = world.rows(sheet)
+    column = rows[0].index(title)
+    for row in rows[1:]:
+        if row and row[0] == answer_id:
+            return row[column] if column < len(row) else ""
+    return None
+
+
+def ledger(world, answer_id):
+    with world.pipeline.sessions() as session:
+        row = session.scalars(
+            select(SheetTransaction).where(SheetTransaction.submission_answer_id == answer_id)
+        ).one()
+        return row.type.value, row.change
+
+
+def flush_requests(task_log):
+    """The Sheets requests of every flush run, as each run's result names them."""
+    named = []
+    for name, _task_id, _queue, result in task_log:
+        if name == "sheetsync.flush.run" and "Sheets requests: " in str(result):
+            listed = str(result).split("Sheets requests: ", 1)[1]
+            named += [] if listed == "none" else listed.split(", ")
+    return named
+
+
+@pytest.fixture
+def task_log():
+    from celery.signals import task_postrun
+
+    runs: list[tuple[str, str, object]] = []
+
+    def record(sender=None, task_id=None, task=None, retval=None, **_):
+        runs.append((task.name, task_id, None, retval))
+
+    task_postrun.connect(record, weak=False)
+    yield runs
+    task_postrun.disconnect(record)
+
+
+def test_an_edit_rewrites_the_row_in_place_at_its_latest_version(world, worker):
+    form = world.form()
+    sheet = world.sheet(form)
+    ids = world.answers(form, 3)
+    emit_answers_submitted(ids)
+    wait_until(lambda: world.ids_in(sheet) == ids)
+    question = text_question(form)
+    for n in range(5):  # five edits before the run: written once, at the latest
+        edit(world, ids[1], question, f"edited {n}")
+        emit_answer_updated(ids[1])
+    wait_until(lambda: cell(world, sheet, ids[1], question.title) == "edited 4")
+    wait_until(lambda: ledger(world, ids[1]) == ("COMPLETED", None))
+    assert world.ids_in(sheet) == ids
+    assert world.ledger_counts() == {"COMPLETED": 3}
+    wait_until(lambda: not world.leftover_keys())
+
+
+def test_an_edit_finds_its_row_after_people_sorted_and_inserted_rows(world, worker, admin):
+    form = world.form()
+    sheet = world.sheet(form)
+    ids = world.answers(form, 6)
+    emit_answers_submitted(ids)
+    wait_until(lambda: world.ids_in(sheet) == ids)
+    admin.sort_rows(sheet.spreadsheet_id, sheet.gid, 0, descending=True)
+    admin.insert_rows(sheet.spreadsheet_id, sheet.gid, 1, 3)
+    admin.update_values(sheet.spreadsheet_id, "Responses!A2", [["a note of the owner's"]])
+    before = world.rows(sheet)
+    question = text_question(form)
+    edit(world, ids[2], question, "after the sort")
+    emit_answer_updated(ids[2])
+    wait_until(lambda: cell(world, sheet, ids[2], question.title) == "after the sort")
+    after = world.rows(sheet)
+    changed = [n for n, (old, new) in enumerate(zip(before, after, strict=True)) if old != new]
+    assert len(changed) == 1 and after[changed[0]][0] == ids[2]
+
+
+def test_an_edit_leaves_the_owners_own_columns_alone(world, worker, admin):
+    form = world.form()
+    sheet = world.sheet(form)
+    [answer_id] = world.answers(form, 1)
+    emit_answer_submitted(answer_id)
+    wait_until(lambda: world.ids_in(sheet) == [answer_id])
+    width = len(world.rows(sheet)[0])
+    column = chr(ord("A") + width)  # right of sheetsync's columns
+    notes = f"Responses!{column}1:{column}2"
+    admin.update_values(sheet.spreadsheet_id, notes, [["Notes"], ["vip"]])
+    question = text_question(form)
+    edit(world, answer_id, question, "changed")
+    emit_answer_updated(answer_id)
+    wait_until(lambda: cell(world, sheet, answer_id, question.title) == "changed")
+    assert cell(world, sheet, answer_id, "Notes") == "vip"
+
+
+def test_a_deletion_removes_the_row_and_only_it(world, worker, admin):
+    form = world.form()
+    sheet = world.sheet(form)
+    ids = world.answers(form, 5)
+    emit_answers_submitted(ids)
+    wait_until(lambda: world.ids_in(sheet) == ids)
+    admin.sort_rows(sheet.spreadsheet_id, sheet.gid, 0, descending=True)
+    with world.pipeline.sessions.begin() as session:
+        emit_answers_deleted([ids[1], ids[3]], session=session)  # before the row's delete
+        session.execute(delete(SubmissionAnswer).where(SubmissionAnswer.id.in_(ids[1:4:2])))
+    wait_until(lambda: sorted(world.ids_in(sheet)) == sorted([ids[0], ids[2], ids[4]]))
+    wait_until(lambda: world.ledger_counts() == {"COMPLETED": 3, "DELETED": 2})
+    wait_until(lambda: not world.leftover_keys())
+
+
+def test_an_answer_deleted_before_its_run_is_never_written(world, worker, task_log):
+    form = world.form()
+    sheet = world.sheet(form)
+    ids = world.answers(form, 3)
+    with world.pipeline.sessions.begin() as session:
+        emit_answers_submitted(ids, session=session)
+        session.execute(delete(SubmissionAnswer).where(SubmissionAnswer.id == ids[0]))
+        emit_answer_deleted(ids[0], session=session)  # after the row's delete
+    wait_until(lambda: world.ledger_counts() == {"COMPLETED": 2, "DELETED": 1})
+    assert world.ids_in(sheet) == ids[1:]
+    assert "values.batchGet" not in flush_requests(task_log)
+
+
+def test_an_edit_of_a_deleted_answer_changes_nothing(world, worker):
+    form = world.form()
+    sheet = world.sheet(form)
+    ids = world.answers(form, 2)
+    emit_answers_submitted(ids)
+    wait_until(lambda: world.ids_in(sheet) == ids)
+    emit_answer_deleted(ids[0])
+    result = emit_answer_updated(ids[0])
+    assert result.enqueued == ()
+    wait_until(lambda: world.ids_in(sheet) == ids[1:])
+    assert ledger(world, ids[0]) == ("DELETED", None)
+
+
+def test_edits_and_deletions_of_many_answers_take_few_requests(world, worker, task_log):
+    form = world.form()
+    sheet = world.sheet(form)
+    ids = world.answers(form, 60)
+    emit_answers_submitted(ids)
+    wait_until(lambda: world.ids_in(sheet) == ids)
+    task_log.clear()
+    question = text_question(form)
+    with world.pipeline.sessions.begin() as session:
+        for answer_id in ids[:30]:
+            answer = session.get(SubmissionAnswer, answer_id)
+            items = [item for item in answer.answer if item["questionId"] != question.id]
+            answer.answer = [*items, {"questionId": question.id, "value": f"v2 {answer_id}"}]
+        emit_answers_updated(ids[:30], session=session)
+        emit_answers_deleted(ids[30:], session=session)
+    wait_until(lambda: world.ids_in(sheet) == ids[:30])
+    wait_until(lambda: world.ledger_counts() == {"COMPLETED": 30, "DELETED": 30})
+    assert all(cell(world, sheet, i, question.title) == f"v2 {i}" for i in ids[:30])
+    assert sorted(flush_requests(task_log)) == [
+        "spreadsheets.batchUpdate",  # the deletions
+        "values.batchGet",  # column A
+        "values.batchUpdate",  # the edits
+    ]
+
+
+def test_edits_and_deletions_reach_rows_in_the_tabs_a_link_rolled_over_from(
+    world, worker, pipeline_env, admin
+):
+    pipeline_env(tab_cell_limit=5 * 11, batch_size=10)  # 10 rows and the header per tab
+    form = world.form(steps=1, questions_per_step=2, pii=0, jumbotrons=0)
+    sheet = world.sheet(form, "Responses")
+    ids = world.answers(form, 25)
+    emit_answers_submitted(ids)
+    wait_until(lambda: world.ledger_counts() == {"COMPLETED": 25}, timeout=30)
+    tabs = admin.spreadsheet(sheet.spreadsheet_id)["sheets"]
+    gids = {t["properties"]["title"]: t["properties"]["sheetId"] for t in tabs}
+    assert list(gids) == ["Responses", "Responses (2)", "Responses (3)"]
+    question = text_question(form)
+    first, second = ids[3], ids[14]  # in tab 1 and tab 2
+    edit(world, first, question, "edited in tab 1")
+    emit_answer_updated(first)
+    emit_answers_deleted([second, ids[24]])
+    wait_until(lambda: world.ledger_counts() == {"COMPLETED": 23, "DELETED": 2}, timeout=30)
+    wait_until(lambda: ledger(world, first) == ("COMPLETED", None))
+
+    def ids_of(title):
+        return [row[0] for row in admin.sheet_values(sheet.spreadsheet_id, gids[title])[1:]]
+
+    assert ids_of("Responses") == ids[:10]
+    assert ids_of("Responses (2)") == [i for i in ids[10:20] if i != second]
+    assert ids_of("Responses (3)") == ids[20:24]
+    assert cell(world, sheet, first, question.title) == "edited in tab 1"
