@@ -32,11 +32,23 @@ OUTCOMES = (
     "duplicated",
     "stranded",
     "refused by Google",
+    "deleted",
+    "deletion pending",
+    "edit pending",
+    "stale",
+    "row of a deleted answer",
 )
 #: The outcomes a run must not have. The run injects no refusal: a row Google refused
 #: (FAILED for it, or in a PERMANENT dead letter) was a request built above Google's
 #: limits, by a hostile answer or one of its neighbours.
-BAD_OUTCOMES = ("lost", "duplicated", "stranded", "refused by Google")
+BAD_OUTCOMES = (
+    "lost",
+    "duplicated",
+    "stranded",
+    "refused by Google",
+    "stale",
+    "row of a deleted answer",
+)
 #: How a FAILED reason says Google refused the row (sheetsync.flush.writer, batches).
 _REFUSAL_WORDS = ("Google refused", "cannot be cut to fit")
 #: "restored after a deletion": a person deleted the row while its append was still
@@ -118,11 +130,9 @@ def read_dead_letters(engine: Engine) -> list[DeadLetterRow]:
     ]
 
 
-def read_sheets(admin: EmulatorAdmin, sheets: list[Sheet]) -> dict[Sheet, list[str]]:
-    """Column A of every sheet, below the header."""
-    return {
-        sheet: [row[0] if row else "" for row in admin.sheet_values(*sheet)[1:]] for sheet in sheets
-    }
+def read_sheets(admin: EmulatorAdmin, sheets: list[Sheet]) -> dict[Sheet, list[list[str]]]:
+    """The rows of every sheet, below the header (a blank row a person inserted is [])."""
+    return {sheet: admin.sheet_values(*sheet)[1:] for sheet in sheets}
 
 
 def account(
@@ -140,22 +150,30 @@ def account(
         if link.sheet not in sheets_of[link.form_id]:
             sheets_of[link.form_id].append(link.sheet)
     all_sheets = sorted({link.sheet for link in links})
-    columns = read_sheets(admin, all_sheets)
+    sheet_rows = read_sheets(admin, all_sheets)
+    columns = {
+        sheet: [row[0] if row else "" for row in found] for sheet, found in sheet_rows.items()
+    }
+    submitters = {
+        (row[0], *sheet): (row[1] if len(row) > 1 else "")
+        for sheet, found in sheet_rows.items()
+        for row in found
+        if row
+    }
     with engine.connect() as connection:
         query = text("SELECT id, submission_id FROM submission_answer")
         answers: dict[str, str] = {a: f for a, f in connection.execute(query)}
-        ledger = {
-            (row.submission_answer_id, row.spread_sheet_id, row.sheet_id): (
-                row.type,
-                row.error_message,
+        ledger = {}
+        changes = {}
+        for row in connection.execute(
+            text(
+                "SELECT submission_answer_id, spread_sheet_id, sheet_id, type, error_message,"
+                " change FROM sheet_transaction"
             )
-            for row in connection.execute(
-                text(
-                    "SELECT submission_answer_id, spread_sheet_id, sheet_id, type, error_message"
-                    " FROM sheet_transaction"
-                )
-            )
-        }
+        ):
+            target = (row.submission_answer_id, row.spread_sheet_id, row.sheet_id)
+            ledger[target] = (row.type, row.error_message)
+            changes[target] = row.change
     entries: dict[Target, list[DeadLetterRow]] = defaultdict(list)
     for entry in read_dead_letters(engine):
         for answer_id in entry.answer_ids:
@@ -172,6 +190,11 @@ def account(
     rows: dict[Target, list[int]] = defaultdict(list)
     for sheet, column in columns.items():
         for position, value in enumerate(column, start=2):
+            if value == "":
+                continue  # a blank row a person inserted
+            if value in journal.deleted:
+                rows[(value, *sheet)].append(position)
+                continue
             if answers.get(value) is None or sheet not in sheets_of[answers[value]]:
                 result.unexpected_rows.append(f"{sheet[0]}:{sheet[1]} row {position}: {value!r}")
                 continue
@@ -194,6 +217,12 @@ def account(
                 and deleted[target] == deleted_unconfirmed[target]
             ):
                 outcome = "restored after a deletion"
+            if outcome == "landed once" and answer_id in journal.edited:
+                shown = submitters.get(target)
+                if shown != journal.edited[answer_id]:
+                    waiting = _waits(target, changes.get(target), entries[target], now)
+                    outcome = "edit pending" if waiting else "stale"
+                    detail = f"row shows {shown!r}, the latest is {journal.edited[answer_id]!r}"
             result.outcomes[outcome] += 1
             if outcome == "FAILED":
                 result.failed_reasons[_reason(detail)] += 1
@@ -206,7 +235,32 @@ def account(
             mismatch = _mismatch(outcome, ledger.get(target), entries[target])
             if mismatch:
                 result.ledger_mismatches.append(Finding(answer_id, sheet, mismatch))
+    for answer_id in sorted(journal.deleted):
+        form_id = journal.emitted[answer_id][0]
+        for sheet in sheets_of[form_id]:
+            target = (answer_id, *sheet)
+            result.targets += 1
+            if not rows[target]:
+                result.outcomes["deleted"] += 1
+                continue
+            if _waits(target, changes.get(target), entries[target], now):
+                result.outcomes["deletion pending"] += 1
+                continue
+            result.outcomes["row of a deleted answer"] += 1
+            detail = f"rows {rows[target]}; ledger {ledger.get(target)}, {changes.get(target)}"
+            result.findings["row of a deleted answer"].append(Finding(answer_id, sheet, detail))
     return result
+
+
+def _waits(target: Target, change: str | None, entries: list[DeadLetterRow], now: datetime) -> bool:
+    """Whether a change of this (answer, sheet) legitimately waits: it is pending in a
+    dead letter whose next attempt is still to come for a reason that still holds."""
+    if change is None:
+        return False
+    return any(
+        e.status == "PENDING" and e.reason != "CREDENTIAL" and e.next_attempt_at > now
+        for e in entries
+    )
 
 
 def _classify(

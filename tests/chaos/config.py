@@ -20,6 +20,11 @@ FAULT_KINDS: tuple[str, ...] = (
     "form_edit",
     "row_delete",
     "revoke_reconnect",
+    "answer_edit",
+    "answer_delete",
+    "erasure",
+    "row_sort",
+    "row_insert",
 )
 
 #: The server the run's own database is created on (and dropped from).

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from sqlalchemy import text
 
+from chaos import changes
 from chaos.config import HANG_S, ChaosConfig
 from chaos.processes import Fleet
 from chaos.services import RedisServer
@@ -118,6 +119,11 @@ class Injector:
             "form_edit": self.webapp.edit_form,
             "row_delete": self._row_delete,
             "revoke_reconnect": self._revoke_reconnect,
+            "answer_edit": lambda rng: changes.edit_answers(self.webapp, rng),
+            "answer_delete": lambda rng: changes.delete_answers(self.webapp, rng),
+            "erasure": lambda rng: changes.erase_answers(self.webapp, rng),
+            "row_sort": lambda rng: changes.sort_rows(self.webapp, self.admin, rng),
+            "row_insert": lambda rng: changes.insert_rows(self.webapp, self.admin, rng),
         }
 
     def now_s(self) -> float:

@@ -31,6 +31,10 @@ def format_report(report: ChaosReport) -> str:
     lines.append(
         f"   {'total':<30}{accounting.targets:>8}  ({accounting.answers} answers stored, emitted)"
     )
+    lines.append(
+        f"   the app edited {report.edited} answers and deleted {report.deleted} "
+        f"({report.erased} of them by an erasure)"
+    )
     kinds = Counter(report.hostile.values())
     lines.append(
         f"   hostile answers among them: {kinds['oversized']} oversized (megabytes a row), "

@@ -66,6 +66,10 @@ class ChaosReport:
     links_refused: int = 0
     #: Answer id -> "oversized" or "surrogates" (webapp.Journal.hostile).
     hostile: dict[str, str] = field(default_factory=dict)
+    #: Answers the app edited, deleted and erased (webapp.Journal).
+    edited: int = 0
+    deleted: int = 0
+    erased: int = 0
 
     @property
     def ok(self) -> bool:
@@ -154,6 +158,8 @@ class Chaos:
         report.emit_failures = list(journal.emit_failures)
         report.links_refused = journal.duplicate_links_refused
         report.hostile = dict(journal.hostile)
+        report.edited, report.deleted = len(journal.edited), len(journal.deleted)
+        report.erased = len(journal.erased)
         report.links_accepted = report.faults.injected["duplicate_link"] - report.links_refused
 
     def _chaos(

@@ -1,4 +1,5 @@
-"""A small seeded chaos run: every (answer, sheet) ends in one place, and no PII leaks.
+"""A small seeded chaos run: every (answer, sheet) ends in one place, at its latest
+version (or, deleted, nowhere), and no PII leaks.
 
 The whole stack runs for real (see ``chaos.runner``); it needs PostgreSQL
 (``SHEETSYNC_TEST_POSTGRES_URL``), ``redis-server`` and ``faketime`` on PATH. The
@@ -49,4 +50,8 @@ def test_a_small_seeded_chaos_run_loses_duplicates_strands_and_leaks_nothing(
     assert (outcomes["lost"], outcomes["duplicated"], outcomes["stranded"]) == (0, 0, 0), (
         format_report(report)
     )
+    # The sheet follows the answer: edits and deletions happened, none left behind.
+    assert report.edited and report.deleted and report.erased, format_report(report)
+    assert outcomes["deleted"] > 0
+    assert (outcomes["stale"], outcomes["row of a deleted answer"]) == (0, 0), format_report(report)
     assert report.pii.leaks == 0, format_report(report)

@@ -104,6 +104,11 @@ class Journal:
     refresh_tokens: set[str] = field(default_factory=set)
     #: Answer id -> "oversized" or "surrogates": the hostile answers the app stored.
     hostile: dict[str, str] = field(default_factory=dict)
+    #: Answer id -> the submitter's name after its latest edit (column B of its row).
+    edited: dict[str, str] = field(default_factory=dict)
+    #: Answers the app deleted (their rows too), and those of them it erased.
+    deleted: set[str] = field(default_factory=set)
+    erased: set[str] = field(default_factory=set)
 
 
 class WebApp:
