@@ -14,6 +14,7 @@ BENCHES: tuple[tuple[str, list[str]], ...] = (
     ("bench_emit.py", []),
     ("bench_claim.py", []),
     ("bench_pipeline.py", []),
+    ("bench_changes.py", []),
     ("bench_flow.py", []),
     ("bench_scale.py", []),
     ("bench_quota.py", []),
