@@ -205,7 +205,10 @@ def _render_dead_letters(dead: dict[str, Any]) -> None:
 def _render_changes(changes: dict[str, int]) -> None:
     """Edits and deletions waiting for their sheets (an erasure's deletions among them)."""
     edits, deletions = changes.get("UPDATE", 0), changes.get("DELETE", 0)
-    heading(f"changes pending: {edits} edits, {deletions} deletions (erasures among them)")
+    heading(
+        f"changes pending: {counted(edits, 'edit')}, {counted(deletions, 'deletion')} "
+        "(erasures among them)"
+    )
     if deletions:
         hint("a deletion pending for long waits for its sheet: `sheetsync erase --check ID`")
 

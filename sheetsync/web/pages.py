@@ -41,6 +41,7 @@ def overview(request: Request) -> Response:
     workers = console.attempt(errors, lambda: status_data.collect_workers(read))
     buffers = console.attempt(errors, lambda: status_data.collect_buffers(read, 10))
     dead = console.attempt(errors, lambda: status_data.collect_dead_letters(read))
+    changes = console.attempt(errors, lambda: status_data.collect_changes(read))
     limiter = console.attempt(errors, lambda: status_data.collect_limiter(read))
     appends = console.attempt(errors, lambda: data.appends_per_minute(read))
     stalled = status_data.flag_stalled(buffers, workers) if buffers and workers else []
@@ -85,6 +86,7 @@ def overview(request: Request) -> Response:
         workers=workers,
         buffers=buffers,
         dead=dead,
+        changes=changes,
         limiter=limiter,
         meters=meters,
         stalled=stalled,

@@ -87,3 +87,16 @@ def test_escaping_formulas_on_an_unknown_link_is_one_line(cli: Cli) -> None:
     result = cli("links", "escape-formulas", "999")
     assert result.code == 1
     assert result.error_lines == ["error: link 999 does not exist"]
+
+
+def test_on_delete_keeps_rows_with_blank_pii_or_deletes_them(cli: Cli) -> None:
+    paused, running = _links(cli)
+    result = cli.ok("links", "on-delete", str(running), "--blank-pii")
+    assert f"link {running} blanks a deleted answer's personal info" in result.stdout
+    listed = json.loads(cli.ok("links", "list", "--json").stdout)["links"]
+    assert {row["id"]: row["blank_on_delete"] for row in listed} == {paused: False, running: True}
+    assert "blank PII" in cli.ok("links", "list").stdout
+    back = json.loads(cli.ok("links", "on-delete", str(running), "--delete-row", "--json").stdout)
+    assert back == {"link_id": running, "blank_on_delete": False, "was": True}
+    missing = cli("links", "on-delete", "999", "--blank-pii")
+    assert missing.code == 1 and missing.error_lines == ["error: link 999 does not exist"]

@@ -9,7 +9,13 @@ import pytest
 from support.cli import Cli
 
 from sheetsync.dev.seed import seed_user
-from sheetsync.models import DeadLetterReason, DeadLetterStatus
+from sheetsync.models import (
+    AnswerChange,
+    DeadLetterReason,
+    DeadLetterStatus,
+    SheetTransaction,
+    TransactionType,
+)
 from sheetsync.redis_keys import BufferKey
 from sheetsync.services import Services
 
@@ -86,8 +92,27 @@ def test_status_tables_for_people(cli: Cli) -> None:
     assert "rate limits" in text
 
 
+def test_status_counts_the_edits_and_deletions_sheets_have_yet_to_follow(cli: Cli) -> None:
+    with cli.sessions.begin() as session:
+        for n, change in enumerate([AnswerChange.DELETE, AnswerChange.DELETE, AnswerChange.UPDATE]):
+            session.add(
+                SheetTransaction(
+                    submission_answer_id=f"ans_{n}",
+                    spread_sheet_id="sheet_abc",
+                    sheet_id=0,
+                    type=TransactionType.COMPLETED,
+                    change=change,
+                )
+            )
+    report = json.loads(cli.ok("status", "--json").stdout)
+    assert report["changes_pending"] == {"UPDATE": 1, "DELETE": 2}
+    text = cli.ok("status").stdout
+    assert "changes pending: 1 edit, 2 deletions (erasures among them)" in text
+
+
 def test_status_with_nothing_going_on(cli: Cli) -> None:
     report = json.loads(cli.ok("status", "--json").stdout)
+    assert report["changes_pending"] == {"UPDATE": 0, "DELETE": 0}
     assert report["buffers"]["total"] == 0
     assert report["dead_letters"]["total"] == 0
     assert report["limiter"]["project"]["used"] == 0

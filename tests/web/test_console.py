@@ -12,7 +12,7 @@ from support.browser import chromium, screenshot
 from support.console import running_console
 from support.waiting import wait_until
 
-from sheetsync import emit_answer_submitted
+from sheetsync import emit_answer_submitted, emit_answer_updated
 from sheetsync.dispatch import QUEUES
 from sheetsync.models import DeadLetterReason, DeadLetterStatus
 from sheetsync.recovery.reconnect import credential_reconnected
@@ -50,6 +50,7 @@ def test_console_shows_live_data_and_replays_a_dead_letter(world, pipeline_env, 
     waiting = world.answers(healthy, 4, prefix="waiting")
     for answer_id in waiting:
         emit_answer_submitted(answer_id)
+    emit_answer_updated(landed[0])  # an edit waiting with them: the overview counts it
 
     with running_console(env) as console, chromium() as browser:
         console.authorize(browser)
@@ -71,11 +72,13 @@ def test_console_shows_live_data_and_replays_a_dead_letter(world, pipeline_env, 
         body = browser.find_element(By.TAG_NAME, "body").text
         assert "Could not read everything" not in body
         assert "Rows appended" in body and "Dead letters" in body
+        changes = browser.find_element(By.ID, "changes-pending").text
+        assert "1 edit, 0 deletions" in changes
         screenshot(browser, "console-overview", docs=True)
 
         assert shown("/buffers", healthy.submission_id, healthy_sheet.spreadsheet_id)
         row = browser.find_element(By.CSS_SELECTOR, f"tr[data-form='{healthy.submission_id}']")
-        assert row.find_element(By.CSS_SELECTOR, "td.depth").text == "4"
+        assert row.find_element(By.CSS_SELECTOR, "td.depth").text == "5"  # 4 and the edit
         # A buffer waiting at Google's quota shows its place and when its turn comes.
         key = BufferKey(
             "owner_ok", healthy.submission_id, healthy_sheet.spreadsheet_id, healthy_sheet.gid
