@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from sheetsync.errors import TransientError, WaitForIntent
@@ -46,7 +46,7 @@ Range = tuple[str, str, list[list[Cell]]]
 
 @dataclass
 class Followed:
-    """What applying a batch's changes did."""
+    """What applying some of a batch's changes did (handed to the run as it happens)."""
 
     updated: list[str] = field(default_factory=list)
     #: Deleted answers whose rows are gone: id -> a ``ledger.DELETED_*`` reason.
@@ -70,36 +70,52 @@ class ChangeWriter:
         deletions: Sequence[str],
         layout: FormLayout,
         max_bytes: int,
-    ) -> Followed:
-        """Rewrite the rows of ``updates`` and delete those of ``deletions``."""
-        followed = Followed()
+        record: Callable[[Followed], None],
+    ) -> None:
+        """Rewrite the rows of ``updates`` and delete those of ``deletions``, handing
+        ``record`` what each request (or finding no row) settled as soon as it has: a run
+        cut short by the quota between two requests keeps what the first one did."""
         places = self._find([*updates, *deletions])
         owned = sorted({*range(FIXED_COLUMNS), *layout.cell_indexes})
         data: list[Range] = []
+        missing = [answer_id for answer_id in updates if not places.get(answer_id)]
         for answer_id, row in updates.items():
-            found = places.get(answer_id)
-            if not found:
-                followed.not_found.append(answer_id)
-                continue
-            for title, _gid, index in found:
+            for title, _gid, index in places.get(answer_id, []):
                 data += _cell_ranges(answer_id, title, index, row, owned)
         chunks, too_large = _chunks(data, max_bytes)
-        for answer_id in too_large:
-            followed.refused[answer_id] = UPDATE_TOO_LARGE
+        if missing or too_large:
+            refused = dict.fromkeys(too_large, UPDATE_TOO_LARGE)
+            record(Followed(not_found=missing, refused=refused))
+        if missing:
+            log.info(
+                "flush %s: %d edited answers have no row (deleted by hand); left so",
+                self.access.lease.token,
+                len(missing),
+            )
+        left = Counter(answer_id for chunk in chunks for answer_id, _range, _rows in chunk)
         for chunk in chunks:
-            self._send_updates([(a1_range, rows) for answer_id, a1_range, rows in chunk])
-        followed.updated = [
-            answer_id
-            for answer_id in updates
-            if answer_id in places and answer_id not in followed.refused
-        ]
+            self._send_updates([(a1_range, rows) for _id, a1_range, rows in chunk])
+            left.subtract(answer_id for answer_id, _range, _rows in chunk)
+            done = list(dict.fromkeys(i for i, _range, _rows in chunk if not left[i]))
+            record(Followed(updated=done))
+        self._delete(deletions, places, layout, record)
+
+    def _delete(
+        self,
+        deletions: Sequence[str],
+        places: dict[str, list[Place]],
+        layout: FormLayout,
+        record: Callable[[Followed], None],
+    ) -> None:
+        """Delete the rows of ``deletions`` (or blank their personal info, for a link that
+        keeps rows), then record them."""
+        if not deletions:
+            return
         gone = DELETED_ROW_BLANKED if layout.blank_on_delete else DELETED_ROW_REMOVED
-        followed.deleted = {
+        reasons = {
             answer_id: gone if places.get(answer_id) else DELETED_NO_ROW for answer_id in deletions
         }
-        doomed = [
-            (answer_id, place) for answer_id in deletions for place in places.get(answer_id, [])
-        ]
+        doomed = [(i, place) for i in deletions for place in places.get(i, [])]
         if doomed and layout.blank_on_delete:
             blanks = sorted(layout.personal_cell_indexes)
             cleared: list[Range] = []
@@ -108,13 +124,9 @@ class ChangeWriter:
             self._send_updates([(a1_range, rows) for _id, a1_range, rows in cleared])
         elif doomed:
             self._send_deletions(_spans(place for _id, place in doomed))
-        if followed.not_found:
-            log.info(
-                "flush %s: %d edited answers have no row (deleted by hand); left so",
-                self.access.lease.token,
-                len(followed.not_found),
-            )
-        return followed
+            # Rows moved up: the cached end of the sheet is an intent's hint no more.
+            self.access.services.store.forget_sheet(self.access.key, "last_row")
+        record(Followed(deleted=reasons))
 
     def _tabs(self) -> list[tuple[str, int]]:
         """The link's tabs, as (title, gid): the active one, and those it rolled from."""

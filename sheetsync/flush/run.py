@@ -360,15 +360,16 @@ class FlushRun:
         """Append the batch (built with ``layout``) and settle it. Returns the ids left in
         the list and the oldest one's age (s)."""
         batch = batch.cut(self.services.settings.request_bytes_max)
-        followed = Followed()
         if batch.has_changes:  # before the append: it finds rows by column A alone
-            followed = sheet.changes.apply(
-                batch.updates, batch.deletions, layout, self.services.settings.request_bytes_max
+            sheet.changes.apply(
+                batch.updates,
+                batch.deletions,
+                layout,
+                self.services.settings.request_bytes_max,
+                record=lambda part: self.record_followed(batch, part),
             )
         if not batch.rows:
-            return self.settle(
-                batch, [], {}, last_row=None, intent_id=None, sheet=sheet, followed=followed
-            )
+            return self.settle(batch, [], {}, last_row=None, intent_id=None, sheet=sheet)
         batch = sheet.rollover.fit(batch, header_row(layout, self.services.settings))
         cache = self.services.store.sheet_cache(self.key)
         intent_id, appended = sheet.writer.append(
@@ -389,7 +390,6 @@ class FlushRun:
             intent_id=intent_id,
             sheet=sheet,
             width=layout.width,
-            followed=followed,
         )
 
     def settle(
@@ -402,19 +402,14 @@ class FlushRun:
         intent_id: int | None,
         sheet: OpenedSheet,
         width: int = 0,
-        followed: Followed | None = None,
     ) -> tuple[int, float]:
-        """Record the batch (and the ``width`` cells per row it took in the tab, and the
-        changes ``followed``) and drop its intent in one transaction, then trim the list.
-        Returns the ids left and the oldest one's age."""
+        """Record the batch (and the ``width`` cells per row it took in the tab) and drop
+        its intent in one transaction, then trim the list. Returns the ids left and the
+        oldest one's age. (Its edits and deletions were recorded as they were sent.)"""
         failed = {**batch.failed, **refused}
-        followed = followed or Followed()
-        deleted = {
-            **dict.fromkeys(batch.deleted, ledger.DELETED_NEVER_WRITTEN),
-            **followed.deleted,
-        }
-        not_written = {**batch.failed_updates, **followed.refused, **failed}
-        seen = [*landed, *followed.updated, *followed.not_found, *batch.moot, *not_written]
+        deleted = dict.fromkeys(batch.deleted, ledger.DELETED_NEVER_WRITTEN)
+        not_written = {**batch.failed_updates, **failed}
+        seen = [*landed, *batch.moot, *not_written]
         seqs = {i: batch.seqs[i] for i in seen if i in batch.seqs}
         alert: str | None = None
         with self.services.sessions.begin() as session:
@@ -441,9 +436,21 @@ class FlushRun:
             sheet.rollover.alert(alert)
         self.tally.appended += len(landed)
         self.tally.failed += len(failed)
-        self.tally.updated += len(followed.updated)
         self.tally.deleted += len(deleted)
         return self.trim(len(batch.consumed), last_row)
+
+    def record_followed(self, batch: Batch, part: Followed) -> None:
+        """Record what a request of the batch's edits and deletions settled (or finding no
+        row for them did), clearing each edit by compare-and-set on its ``change_seq``."""
+        key = self.key
+        settled = [*part.updated, *part.not_found, *part.refused]
+        seqs = {i: batch.seqs[i] for i in settled if i in batch.seqs}
+        with self.services.sessions.begin() as session:
+            self.replays.note(session)
+            ledger.followed(session, seqs, key.spread_sheet_id, key.sheet_id, part.refused)
+            ledger.record_deleted(session, part.deleted, key.spread_sheet_id, key.sheet_id)
+        self.tally.updated += len(part.updated)
+        self.tally.deleted += len(part.deleted)
 
     def trim(self, count: int, last_row: int | str | None) -> tuple[int, float]:
         left, oldest_age_s = self.services.store.trim(self.key, self.lease, count, last_row)

@@ -10,6 +10,7 @@ import json
 from sqlalchemy import update
 from support.cli import run_here
 from support.databases import BOTH_DATABASES
+from support.notify_hooks import received
 from support.waiting import wait_until
 
 from sheetsync import credential_reconnected, crypto, emit_answers_submitted
@@ -185,3 +186,24 @@ def test_a_link_that_keeps_rows_blanks_the_personal_info_instead(world, worker):
     assert any(old[column] for column in blanked)  # there was personal info to blank
     [place] = erasure_status([ids[0]], services=world.pipeline).places
     assert place.detail == "its personal-info cells were blanked (the link keeps rows)"
+
+
+def test_the_owner_is_told_when_an_erasure_cannot_be_applied(
+    world, worker, pipeline_env, notify_dir, admin
+):
+    pipeline_env(owner_hook="support.notify_hooks:record")
+    form = world.form()
+    sheet = world.sheet(form)
+    ids = world.answers(form, 2)
+    emit_answers_submitted(ids)
+    wait_until(lambda: world.ids_in(sheet) == ids)
+    admin.revoke(f"google-{form.owner_id}")
+    erase([ids[0]], services=world.pipeline)
+
+    def topics() -> set[object]:
+        return {notification["topic"] for notification in received(notify_dir)}
+
+    wait_until(lambda: {"credential_invalid", "erasure_pending"} <= topics(), timeout=30)
+    [told] = [n for n in received(notify_dir) if n["topic"] == "erasure_pending"]
+    assert told["owner"] == form.owner_id and told["spreadsheet_id"] == sheet.spreadsheet_id
+    assert ids[0] not in json.dumps(told)  # ids and a fixed message, nothing of the answer

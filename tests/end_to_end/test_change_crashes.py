@@ -19,8 +19,9 @@ from sheetsync.recovery import repair
 pytestmark = BOTH_DATABASES
 
 
-def changes_in(run, batch, *args, **kwargs):
-    return batch.has_changes or batch.deleted
+def sent(run, batch, part):
+    """A record of what a request of edits or deletions applied (not a finding of no row)."""
+    return part.updated or part.deleted
 
 
 @pytest.fixture
@@ -92,7 +93,7 @@ def test_crash_before_the_change_is_sent(landed, world, monkeypatch, kind):
 @KINDS
 def test_crash_after_the_change_before_the_ledger(landed, world, monkeypatch, kind):
     form, sheet, ids = landed
-    fired = crash_once(monkeypatch, FlushRun, "settle", when=changes_in)
+    fired = crash_once(monkeypatch, FlushRun, "record_followed", when=sent)
     question = change(world, form, ids, kind)
     wait_until(lambda: fired)
     assert followed(world, sheet, ids, kind, question)  # sent, not recorded

@@ -76,7 +76,7 @@ def task_log():
     task_postrun.disconnect(record)
 
 
-def test_an_edit_rewrites_the_row_in_place_at_its_latest_version(world, worker):
+def test_an_edit_rewrites_the_row_in_place_at_its_latest_version(world, worker, task_log):
     form = world.form()
     sheet = world.sheet(form)
     ids = world.answers(form, 3)
@@ -88,6 +88,7 @@ def test_an_edit_rewrites_the_row_in_place_at_its_latest_version(world, worker):
         emit_answer_updated(ids[1])
     wait_until(lambda: cell(world, sheet, ids[1], question.title) == "edited 4")
     wait_until(lambda: ledger(world, ids[1]) == ("COMPLETED", None))
+    assert flush_requests(task_log).count("values.batchUpdate") == 1  # five edits, one write
     assert world.ids_in(sheet) == ids
     assert world.ledger_counts() == {"COMPLETED": 3}
     wait_until(lambda: not world.leftover_keys())
@@ -222,3 +223,38 @@ def test_edits_and_deletions_reach_rows_in_the_tabs_a_link_rolled_over_from(
     assert ids_of("Responses (2)") == [i for i in ids[10:20] if i != second]
     assert ids_of("Responses (3)") == ids[20:24]
     assert cell(world, sheet, first, question.title) == "edited in tab 1"
+
+
+def test_an_edit_of_a_row_a_person_deleted_does_not_bring_it_back(world, worker, admin):
+    form = world.form()
+    sheet = world.sheet(form)
+    ids = world.answers(form, 3)
+    emit_answers_submitted(ids)
+    wait_until(lambda: world.ids_in(sheet) == ids)
+    admin.delete_rows(sheet.spreadsheet_id, sheet.gid, 2, 3)  # ids[1]'s row, by hand
+    edit(world, ids[1], text_question(form), "edited after the owner removed it")
+    emit_answer_updated(ids[1])
+    wait_until(lambda: ledger(world, ids[1]) == ("COMPLETED", None))
+    assert world.ids_in(sheet) == [ids[0], ids[2]]
+    wait_until(lambda: not world.leftover_keys())
+
+
+def test_an_edit_that_cannot_become_a_row_keeps_the_rows_last_version(world, worker):
+    form = world.form(pii=1)
+    sheet = world.sheet(form)
+    [answer_id] = world.answers(form, 1)
+    emit_answer_submitted(answer_id)
+    wait_until(lambda: world.ids_in(sheet) == [answer_id])
+    before = world.rows(sheet)[1]
+    pii = next(q for q in form.columns if q.type is QuestionType.PERSONAL_INFO)
+    edit(world, answer_id, pii, "not a token: plain text where personal info goes")
+    emit_answer_updated(answer_id)
+    wait_until(lambda: ledger(world, answer_id) == ("COMPLETED", None))
+    assert world.rows(sheet)[1] == before
+    with world.pipeline.sessions() as session:
+        reason = session.scalars(
+            select(SheetTransaction.error_message).where(
+                SheetTransaction.submission_answer_id == answer_id
+            )
+        ).one()
+    assert reason and answer_id in reason and "not a token" not in reason
