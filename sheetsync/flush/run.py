@@ -14,7 +14,6 @@ is one table, in :mod:`sheetsync.flush.failures`.
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -25,8 +24,8 @@ from sheetsync.buffers.scripts import FORGET_LAST_ROW
 from sheetsync.buffers.store import Lease
 from sheetsync.deadletters.replay_end import ReplaysInFlight
 from sheetsync.dispatch import is_priority_plan
-from sheetsync.errors import CredentialError, HoldForBatch, RateLimited, WaitForIntent
-from sheetsync.flush import header, intents
+from sheetsync.errors import CredentialError, RateLimited, WaitForIntent
+from sheetsync.flush import debounce, header, intents
 from sheetsync.flush.batches import Batch, BatchBuilder
 from sheetsync.flush.changes import ChangeWriter, Followed
 from sheetsync.flush.layout import FormLayout
@@ -56,11 +55,6 @@ DEFAULT_SLOT_LEAD_S = 0.75
 #: milliseconds while its run sleeps, and rescheduling for that would wake it once more
 #: for nothing.
 DEFAULT_SLOT_SLIP_S = 0.5
-#: How often a lingering run looks at the list again.
-DEFAULT_LINGER_POLL_S = 0.05
-#: How often a run held for a fuller batch looks again (so a burst that ends is sent
-#: within about this long).
-DEFAULT_HOLD_RECHECK_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -155,7 +149,7 @@ class FlushRun:
         run began (the tail of a batch cut at the request cap) goes now.
         """
         started_ms = self.services.store.redis_now_ms()
-        self._hold_for_a_fuller_batch()
+        debounce.hold_for_a_fuller_batch(self.services, self.key)
         sheet = self.prepare()
         for _ in range(DEFAULT_BATCHES_PER_RUN):
             laid_out = self.next_batch(sheet)
@@ -281,7 +275,7 @@ class FlushRun:
         header starts a new tab), or None when the list is empty."""
         if not self.services.store.buffer_length(self.key):
             return None
-        self._linger()
+        debounce.linger(self.services, self.key)
         # Row 1 unchecked: the header is likely written before the append (two writes).
         header_pending = not self._header_checked and not (
             self.services.store.sheet_cache(self.key).header_ok
@@ -310,49 +304,6 @@ class FlushRun:
         zone = link_zone(self.services.settings, sheet.tab.sheet()[1])
         with self.services.sessions() as session:
             return self._batches.build(session, ids, layout=layout, zone=zone), layout
-
-    def _hold_for_a_fuller_batch(self) -> None:
-        """While a burst is still arriving and the batch will not be full soon, look
-        again later instead of spending an append (and a rate-limit slot) on a fraction
-        of a batch. Redis only: a held run touches neither the database nor Google.
-
-        The batch goes when it is full, when its oldest id is FLUSH_DELAY_S old (the
-        debounce promise holds), or when arrivals pause for FLUSH_IDLE_S (the burst is
-        over). A wait longer than FLUSH_LINGER_S is a task rescheduled to look again
-        every :data:`DEFAULT_HOLD_RECHECK_S`; a shorter one is spent in :meth:`_linger`.
-        """
-        wait = self._batch_wait_s()
-        if wait > self.services.settings.flush_linger_s:
-            raise HoldForBatch(
-                "waiting for a fuller batch", retry_after_s=min(wait, DEFAULT_HOLD_RECHECK_S)
-            )
-
-    def _batch_wait_s(self) -> float:
-        """How long waiting could still fill the batch (0: send what is there now)."""
-        settings = self.services.settings
-        seen = self.services.store.arrivals(self.key)
-        if not seen.length or seen.length >= settings.batch_size:
-            return 0.0
-        debounce_left = settings.flush_delay_s - seen.oldest_age_s
-        if debounce_left <= 0 or seen.newest_age_s >= settings.flush_idle_s:
-            return 0.0
-        rate = seen.length / max(seen.oldest_age_s, 0.001)  # ids per second so far
-        return min((settings.batch_size - seen.length) / rate, debounce_left)
-
-    def _linger(self) -> None:
-        """Wait in-process (at most FLUSH_LINGER_S) while a fuller batch is on its way:
-        until it is full, due, or arrivals pause for FLUSH_IDLE_S."""
-        settings = self.services.settings
-        deadline = time.monotonic() + min(self._batch_wait_s(), settings.flush_linger_s)
-        length = self.services.store.buffer_length(self.key)
-        grown_at = time.monotonic()
-        while length < settings.batch_size and time.monotonic() < deadline:
-            time.sleep(DEFAULT_LINGER_POLL_S)
-            grown = self.services.store.buffer_length(self.key)
-            if grown > length:
-                length, grown_at = grown, time.monotonic()
-            elif time.monotonic() - grown_at >= settings.flush_idle_s:
-                return
 
     def write_and_settle(
         self, sheet: OpenedSheet, batch: Batch, layout: FormLayout
