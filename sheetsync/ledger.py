@@ -244,6 +244,27 @@ def followed(
     session.connection().execute(statement, params)
 
 
+def note_pending(
+    session: Session, reasons: Mapping[str, str], spread_sheet_id: str, sheet_id: int
+) -> None:
+    """Why these answers' changes still wait (``error_message``); the change stays."""
+    if not reasons:
+        return
+    tx = SheetTransaction
+    statement = (
+        update(tx)
+        .where(
+            tx.submission_answer_id == bindparam("answer_id"),
+            tx.spread_sheet_id == spread_sheet_id,
+            tx.sheet_id == sheet_id,
+            tx.change.is_not(None),
+        )
+        .values(error_message=bindparam("reason"))
+    )
+    params = [{"answer_id": answer_id, "reason": reason} for answer_id, reason in reasons.items()]
+    session.connection().execute(statement, params)
+
+
 #: The reason a DELETED row records: where the answer's row went.
 DELETED_NEVER_WRITTEN = "deleted before its row was written"
 DELETED_ROW_REMOVED = "its row was removed"

@@ -138,6 +138,8 @@ def _places(session: Session, ids: Sequence[str]) -> list[ErasedPlace]:
             places.append(ErasedPlace(answer_id, spreadsheet, gid, "erased", never))
         else:
             why = parked.get((answer_id, spreadsheet, gid)) or blocked.get((spreadsheet, gid))
+            if why is None and change == AnswerChange.DELETE.value and reason:
+                why = reason  # what the last flush found in the way
             if why is None:
                 why = "waiting for its sheet's flush"
                 if change != AnswerChange.DELETE.value:

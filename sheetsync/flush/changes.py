@@ -37,6 +37,12 @@ log = logging.getLogger(__name__)
 
 #: Recorded on an edit too large for any request: the row keeps its version before.
 UPDATE_TOO_LARGE = "its edited row cannot be cut to fit one request"
+#: Recorded (the change kept pending) when a row is not found and a tab of the link
+#: could not be found either: the row may be there, so nothing says it is gone.
+TAB_NOT_FOUND = (
+    "a roll-over tab of its link was not found by its title (renamed?): "
+    "pending until the tab is named as sheetsync named it"
+)
 
 #: Where an answer's row is: the tab's title and gid, and the row's index (0 is row 1).
 Place = tuple[str, int, int]
@@ -55,6 +61,9 @@ class Followed:
     not_found: list[str] = field(default_factory=list)
     #: Edits that could not be written (the reason): their rows keep the version before.
     refused: dict[str, str] = field(default_factory=dict)
+    #: Changes whose rows were not found while a tab of the link was not found either:
+    #: they stay pending, with the reason.
+    unplaced: dict[str, str] = field(default_factory=dict)
 
 
 class ChangeWriter:
@@ -75,7 +84,13 @@ class ChangeWriter:
         """Rewrite the rows of ``updates`` and delete those of ``deletions``, handing
         ``record`` what each request (or finding no row) settled as soon as it has: a run
         cut short by the quota between two requests keeps what the first one did."""
-        places = self._find([*updates, *deletions])
+        places, complete = self._find([*updates, *deletions])
+        if not complete:
+            unplaced = [i for i in [*updates, *deletions] if not places.get(i)]
+            if unplaced:
+                record(Followed(unplaced=dict.fromkeys(unplaced, TAB_NOT_FOUND)))
+            updates = {i: row for i, row in updates.items() if places.get(i)}
+            deletions = [i for i in deletions if places.get(i)]
         owned = sorted({*range(FIXED_COLUMNS), *layout.cell_indexes})
         data: list[Range] = []
         missing = [answer_id for answer_id in updates if not places.get(answer_id)]
@@ -128,11 +143,12 @@ class ChangeWriter:
             self.access.services.store.forget_sheet(self.access.key, "last_row")
         record(Followed(deleted=reasons))
 
-    def _tabs(self) -> list[tuple[str, int]]:
-        """The link's tabs, as (title, gid): the active one, and those it rolled from."""
+    def _tabs(self) -> tuple[list[tuple[str, int]], bool]:
+        """The link's tabs, as (title, gid): the active one, and those it rolled from
+        (found by the titles sheetsync gave them); and whether every one was found."""
         tab = self.active.tab
         if tab.number <= 1:
-            return [(self.active.title(), tab.gid)]
+            return [(self.active.title(), tab.gid)], True
         spreadsheet_id = self.access.key.spread_sheet_id
         grid = self.access.send(
             "spreadsheets.get", lambda client: client.sheet_grid(spreadsheet_id)
@@ -147,14 +163,15 @@ class ChangeWriter:
                     tabs.append((title, gids[title]))
         if tab.gid not in {gid for _title, gid in tabs}:
             tabs.append((self.active.title(), tab.gid))
-        return tabs
+        return tabs, len(tabs) == tab.number
 
-    def _find(self, answer_ids: Iterable[str]) -> dict[str, list[Place]]:
-        """Each answer's rows, by the id in column A of every tab of the link."""
+    def _find(self, answer_ids: Iterable[str]) -> tuple[dict[str, list[Place]], bool]:
+        """Each answer's rows, by the id in column A of every tab of the link, and
+        whether every tab of the link was found."""
         wanted = set(answer_ids)
         if not wanted:
-            return {}
-        tabs = self._tabs()
+            return {}, True
+        tabs, complete = self._tabs()
         spreadsheet_id = self.access.key.spread_sheet_id
         ranges = [f"{quote_title(title)}!A:A" for title, _gid in tabs]
         columns = self.access.send(
@@ -165,7 +182,7 @@ class ChangeWriter:
             for index, cells in enumerate(column):
                 if index and cells and cells[0] in wanted:  # row 1 is the header
                     places[cells[0]].append((title, gid, index))
-        return places
+        return places, complete
 
     def _send_updates(self, data: list[tuple[str, list[list[Cell]]]]) -> None:
         spreadsheet_id = self.access.key.spread_sheet_id

@@ -400,6 +400,7 @@ class FlushRun:
             self.replays.note(session)
             ledger.followed(session, seqs, key.spread_sheet_id, key.sheet_id, part.refused)
             ledger.record_deleted(session, part.deleted, key.spread_sheet_id, key.sheet_id)
+            ledger.note_pending(session, part.unplaced, key.spread_sheet_id, key.sheet_id)
         self.tally.updated += len(part.updated)
         self.tally.deleted += len(part.deleted)
 

@@ -258,3 +258,37 @@ def test_an_edit_that_cannot_become_a_row_keeps_the_rows_last_version(world, wor
             )
         ).one()
     assert reason and answer_id in reason and "not a token" not in reason
+
+
+def test_a_deletion_whose_roll_over_tab_was_renamed_away_stays_pending(
+    world, worker, pipeline_env, admin
+):
+    from sheetsync.emit.erasure import erasure_status
+    from sheetsync.recovery import repair
+
+    pipeline_env(tab_cell_limit=5 * 11, batch_size=10)  # 10 rows and the header per tab
+    form = world.form(steps=1, questions_per_step=2, pii=0, jumbotrons=0)
+    sheet = world.sheet(form, "Responses")
+    ids = world.answers(form, 25)
+    emit_answers_submitted(ids)
+    wait_until(lambda: world.ledger_counts() == {"COMPLETED": 25}, timeout=30)
+
+    def rename(title):
+        properties = {"sheetId": sheet.gid, "title": title}
+        admin.batch_update(
+            sheet.spreadsheet_id,
+            [{"updateSheetProperties": {"properties": properties, "fields": "title"}}],
+        )
+
+    rename("Answers")  # "Responses (2)" is no longer "Answers (2)": sheetsync cannot tell
+    emit_answers_deleted([ids[14]])  # in tab 2
+    wait_until(lambda: not world.leftover_keys())
+    [place] = erasure_status([ids[14]], services=world.pipeline).places
+    assert place.outcome == "pending" and "was not found by its title" in place.detail
+    assert ledger(world, ids[14]) == ("COMPLETED", "DELETE")  # nothing says it is gone
+
+    rename("Responses")
+    repair.reconcile(world.pipeline)  # beat's reconciler pushes the pending deletion again
+    wait_until(lambda: ledger(world, ids[14]) == ("DELETED", None))
+    [place] = erasure_status([ids[14]], services=world.pipeline).places
+    assert (place.outcome, place.detail) == ("erased", "its row was removed")
