@@ -37,7 +37,7 @@ def test_the_edits_pages_blocks_edit_delete_and_erase_as_they_say(world, worker)
 
     exec(erase.text, {"person_answer_ids": ids[2:], "print": lambda *args: None})
     wait_until(lambda: world.ids_in(sheet) == [ids[0]])
-    assert world.ledger_counts() == {"COMPLETED": 1, "DELETED": 3}
+    wait_until(lambda: world.ledger_counts() == {"COMPLETED": 1, "DELETED": 3})
 
 
 def test_the_erasure_pages_commands_run_as_written(world, worker, pipeline_env, tmp_path):

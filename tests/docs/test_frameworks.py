@@ -197,13 +197,19 @@ def post(tmp_path: Path, pipeline_env, world, worker) -> Callable[..., tuple[lis
         assert cells[text.title] == "Kim Minjun"
         assert cells[secret.title] == "010-1234-5678"  # encrypted by items_from, decrypted
         assert cells[topics.title] == "AI, Data"
-        with world.pipeline.sessions() as session:
-            ledger = session.scalars(
-                select(SheetTransaction.type).where(
-                    SheetTransaction.submission_answer_id == answer_id
+
+        def ledger() -> list[TransactionType]:
+            with world.pipeline.sessions() as session:
+                return list(
+                    session.scalars(
+                        select(SheetTransaction.type).where(
+                            SheetTransaction.submission_answer_id == answer_id
+                        )
+                    )
                 )
-            ).all()
-        assert ledger == [TransactionType.COMPLETED]
+
+        # The run records the row after Google took it: the row shows first.
+        wait_until(lambda: ledger() == [TransactionType.COMPLETED], timeout=30)
         return lines, answer_id
 
     return run

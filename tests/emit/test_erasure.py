@@ -93,6 +93,8 @@ def test_an_unreachable_sheet_keeps_its_erasure_pending_until_the_owner_reconnec
     for claimed in replay.claim_due(world.pipeline.sessions):
         replay.replay(world.pipeline, claimed)
     wait_until(lambda: world.ids_in(sheet) == ids[1:])
+    # The run records the deletion after Google applied it: the sheet shows it first.
+    wait_until(lambda: erasure_status([ids[0]], services=world.pipeline).done)
     done = run_here(["erase", ids[0], "--check"], env, None)
     assert done.code == 0 and "1 answer in 1 sheet: 1 erased, 0 pending" in done.stdout
 
