@@ -210,7 +210,8 @@ def _repush_changes(
 
 
 def _held_by_a_dead_letter() -> Any:
-    """The (answer, sheet) waits in an open dead letter: its replay pushes it."""
+    """The (answer, sheet) waits in a PENDING dead letter: its replay pushes it. (A
+    REPLAYING one's ids are back in circulation: a push of them Redis lost is ours.)"""
     tx = SheetTransaction
     return (
         select(DeadLetterAnswer.answer_id)
@@ -219,7 +220,7 @@ def _held_by_a_dead_letter() -> Any:
             DeadLetterAnswer.answer_id == tx.submission_answer_id,
             DeadLetter.spread_sheet_id == tx.spread_sheet_id,
             DeadLetter.sheet_id == tx.sheet_id,
-            DeadLetter.status.in_((DeadLetterStatus.PENDING, DeadLetterStatus.REPLAYING)),
+            DeadLetter.status == DeadLetterStatus.PENDING,
         )
         .exists()
     )
