@@ -183,15 +183,22 @@ def test_edits_and_deletions_of_many_answers_take_few_requests(world, worker, ad
     }
 
 
-def test_edits_and_deletions_reach_rows_in_the_tabs_a_link_rolled_over_from(
-    world, worker, pipeline_env, admin
-):
-    pipeline_env(tab_cell_limit=5 * 11, batch_size=10)  # 10 rows and the header per tab
+def rolled_over(world, pipeline_env):
+    """25 answers landed in three tabs of 10 rows (and the header) each: the linked
+    "Responses", then "Responses (2)" and "Responses (3)". Returns (form, sheet, ids)."""
+    pipeline_env(tab_cell_limit=5 * 11, batch_size=10)
     form = world.form(steps=1, questions_per_step=2, pii=0, jumbotrons=0)
     sheet = world.sheet(form, "Responses")
     ids = world.answers(form, 25)
     emit_answers_submitted(ids)
     wait_until(lambda: world.ledger_counts() == {"COMPLETED": 25}, timeout=30)
+    return form, sheet, ids
+
+
+def test_edits_and_deletions_reach_rows_in_the_tabs_a_link_rolled_over_from(
+    world, worker, pipeline_env, admin
+):
+    form, sheet, ids = rolled_over(world, pipeline_env)
     tabs = admin.spreadsheet(sheet.spreadsheet_id)["sheets"]
     gids = {t["properties"]["title"]: t["properties"]["sheetId"] for t in tabs}
     assert list(gids) == ["Responses", "Responses (2)", "Responses (3)"]
@@ -253,12 +260,7 @@ def test_a_deletion_whose_roll_over_tab_was_renamed_away_stays_pending(
     from sheetsync.emit.erasure import erasure_status
     from sheetsync.recovery import repair
 
-    pipeline_env(tab_cell_limit=5 * 11, batch_size=10)  # 10 rows and the header per tab
-    form = world.form(steps=1, questions_per_step=2, pii=0, jumbotrons=0)
-    sheet = world.sheet(form, "Responses")
-    ids = world.answers(form, 25)
-    emit_answers_submitted(ids)
-    wait_until(lambda: world.ledger_counts() == {"COMPLETED": 25}, timeout=30)
+    _form, sheet, ids = rolled_over(world, pipeline_env)
 
     def rename(title):
         properties = {"sheetId": sheet.gid, "title": title}
