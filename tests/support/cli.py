@@ -28,6 +28,8 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from sheetsync import cli, dispatch
+from sheetsync import db as db_module
+from sheetsync import services as services_module
 from sheetsync.celery.config import config_for
 from sheetsync.celery.dispatcher import CeleryDispatcher
 from sheetsync.cli import output
@@ -187,7 +189,8 @@ def _as_a_new_process(variables: dict[str, str], cwd: Path | None) -> Iterator[N
     if cwd is not None:
         os.chdir(cwd)
     try:
-        yield
+        with _services_of_its_own():
+            yield
     finally:
         os.chdir(saved_cwd)
         os.environ.clear()
@@ -201,8 +204,28 @@ def _forget_process_state() -> None:
     reset_settings()
     settings_model._warned.clear()  # a new process warns about an unknown variable again
     reset_keyring()
-    reset_services()
-    dispose_engine()
+
+
+@contextmanager
+def _services_of_its_own() -> Iterator[None]:
+    """The command builds its own services and engine, closed when it ends; the test's
+    are set aside meanwhile, not closed: an in-process worker (the ``worker`` fixture)
+    may be in the middle of a flush on them, and closing its Redis client under it
+    broke that flush (a ConnectionError between its dead letter and its trim)."""
+    with services_module._lock:
+        saved_services, services_module._current = services_module._current, None
+    with db_module._default.lock:
+        saved_engine = db_module._default.engine, db_module._default.sessionmaker
+        db_module._default.engine = db_module._default.sessionmaker = None
+    try:
+        yield
+    finally:
+        reset_services()
+        dispose_engine()
+        with services_module._lock:
+            services_module._current = saved_services
+        with db_module._default.lock:
+            db_module._default.engine, db_module._default.sessionmaker = saved_engine
 
 
 class _NewProcessDispatcher:
