@@ -23,6 +23,7 @@ import pytest
 import redis
 from support.paths import ROOT
 from support.processes import stop_groups
+from support.sentinel import all_know_the_replica
 from support.waiting import wait_until
 
 from sheetsync import emit_answer_submitted
@@ -58,6 +59,10 @@ class SentinelSet:
             if found:
                 return found[0].decode(), int(found[1])
         return None
+
+    def all_know_the_replica(self) -> bool:
+        clients = [redis.Redis(port=port, socket_timeout=1) for port in self.sentinel_ports]
+        return all_know_the_replica(clients, SERVICE, self.replica_port)
 
     def kill_primary(self) -> None:
         self.processes["primary"].send_signal(signal.SIGKILL)
@@ -104,6 +109,7 @@ def sentinels(tmp_path: Path) -> Iterator[SentinelSet]:
             lambda: redis.Redis(port=replica).info("replication").get("master_link_status") == "up",
             timeout=20,
         )
+        wait_until(found.all_know_the_replica, timeout=30, interval=0.25)
         yield found
     finally:
         for process in processes.values():

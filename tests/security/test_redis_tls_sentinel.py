@@ -25,6 +25,7 @@ from support.cli import SCRIPT
 from support.flower import running_flower
 from support.paths import ROOT
 from support.processes import WorkerProcesses
+from support.sentinel import all_know_the_replica
 from support.tls import (
     Pki,
     TlsRedis,
@@ -115,6 +116,10 @@ def tls_sentinels(tmp_path: Path) -> Iterator[TlsSentinels]:
             timeout=20,
         )
         wait_until(lambda: found.primary_address() == ("127.0.0.1", primary_port), timeout=20)
+        clients = [tls_client(pki, s.port) for s in sentinels]
+        wait_until(
+            lambda: all_know_the_replica(clients, SERVICE, replica.port), timeout=30, interval=0.25
+        )
         yield found
     finally:
         for server in found.servers():
