@@ -1,9 +1,11 @@
 """Every Redis key sheetsync uses, and the validation of the ids inside them.
 
-A buffer is one (owner, form, spreadsheet, sheet) target. All of its keys share the hash
-tag in braces, so one Lua script can touch them together (and a Redis Cluster would keep
-them in one slot). The two global keys (the buffer index and the limiter windows) are
-touched by separate scripts.
+A buffer is one (owner, form, spreadsheet, sheet) target; its keys share the hash tag in
+braces. sheetsync needs one Redis primary (standalone, or behind Sentinel for failover),
+not a Redis Cluster: its scripts touch a buffer's keys together with global ones in one
+call (enqueue, claim and finish also write the buffer and due indexes), and some touch
+several buffers (an emit to every linked sheet, a sweep) or an account's window with the
+project's (``rate_take``). The hash tags would not make those calls single-slot.
 """
 
 from __future__ import annotations
