@@ -174,7 +174,7 @@ DEMO_WEB_PORT ?= 8000
 demo-web: $(DEMO_STAMP)-web
 	$(DEMO_BIN)/python -m sheetsync.dev.demo_web --port $(DEMO_WEB_PORT)
 
-# `make bench` runs them all (about 15 minutes); `make bench ONLY="emit flow"` a few.
+# `make bench` runs them all (about 20 minutes); `make bench ONLY="emit flow"` a few.
 ONLY ?=
 bench: install
 	$(BIN)/python bench/run.py $(ONLY)

@@ -139,5 +139,6 @@ def _after_fork(**_: Any) -> None:
     reset_services()
 
 
-# Heartbeats for `sheetsync status` and `sheetsync health`: signal handlers only.
-from sheetsync.celery import health  # noqa: E402,F401
+# Signal handlers only: heartbeats for `sheetsync status` and `sheetsync health`; a
+# SIGTERM that ends every run after its current batch.
+from sheetsync.celery import health, shutdown  # noqa: E402,F401

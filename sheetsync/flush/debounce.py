@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 
 from sheetsync.errors import HoldForBatch
+from sheetsync.flush import stopping
 from sheetsync.redis_keys import BufferKey
 from sheetsync.services import Services
 
@@ -49,12 +50,14 @@ def batch_wait_s(services: Services, key: BufferKey) -> float:
 
 def linger(services: Services, key: BufferKey) -> None:
     """Wait in-process (at most FLUSH_LINGER_S) while a fuller batch is on its way:
-    until it is full, due, or arrivals pause for FLUSH_IDLE_S."""
+    until it is full, due, arrivals pause for FLUSH_IDLE_S, or the worker is stopping."""
     settings = services.settings
     deadline = time.monotonic() + min(batch_wait_s(services, key), settings.flush_linger_s)
     length = services.store.buffer_length(key)
     grown_at = time.monotonic()
     while length < settings.batch_size and time.monotonic() < deadline:
+        if stopping.requested():
+            return
         time.sleep(DEFAULT_LINGER_POLL_S)
         grown = services.store.buffer_length(key)
         if grown > length:

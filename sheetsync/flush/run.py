@@ -25,7 +25,7 @@ from sheetsync.buffers.store import Lease
 from sheetsync.deadletters.replay_end import ReplaysInFlight
 from sheetsync.dispatch import is_priority_plan
 from sheetsync.errors import CredentialError, RateLimited, WaitForIntent
-from sheetsync.flush import debounce, header, intents
+from sheetsync.flush import debounce, header, intents, stopping
 from sheetsync.flush.batches import Batch, BatchBuilder
 from sheetsync.flush.changes import ChangeWriter, Followed
 from sheetsync.flush.layout import FormLayout
@@ -146,12 +146,17 @@ class FlushRun:
         for :data:`DEFAULT_BATCHES_PER_RUN` batches, or until what is left is short of
         the threshold, not yet due and still growing: new arrivals wait for their
         debounce like any new burst). What is left of a burst that arrived before this
-        run began (the tail of a batch cut at the request cap) goes now.
+        run began (the tail of a batch cut at the request cap) goes now. A run whose
+        worker is stopping starts no batch (:mod:`sheetsync.flush.stopping`).
         """
         started_ms = self.services.store.redis_now_ms()
+        if stopping.ends_run(self.lease.token, 0):
+            return
         debounce.hold_for_a_fuller_batch(self.services, self.key)
         sheet = self.prepare()
-        for _ in range(DEFAULT_BATCHES_PER_RUN):
+        for written in range(DEFAULT_BATCHES_PER_RUN):
+            if stopping.ends_run(self.lease.token, written):
+                return
             laid_out = self.next_batch(sheet)
             if laid_out is None:
                 return

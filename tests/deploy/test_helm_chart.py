@@ -5,6 +5,7 @@ manifest, run against a real worker process. No cluster runs here."""
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
@@ -21,6 +22,9 @@ import pytest
 import yaml
 from support.paths import ROOT
 from support.waiting import wait_until
+
+from sheetsync.celery.shutdown import grace_period_s
+from sheetsync.settings import Settings
 
 CHART = ROOT / "deploy" / "helm" / "sheetsync"
 KUBERNETES = "1.30.0"
@@ -41,6 +45,8 @@ SECRET_VARIABLES = {
 }
 DIGEST_IMAGE = re.compile(r"^[^:@\s]+(:\d+/[^:@\s]+)?@sha256:[a-f0-9]{64}$")
 HEARTBEAT_PROBES = ("startupProbe", "readinessProbe", "livenessProbe")
+#: A stopping worker's worst case at the default settings, as the code computes it.
+GRACE_S = math.ceil(grace_period_s(Settings()))
 
 #: KEDA's ScaledObject, as its CRD requires it (kedacore/keda v2.20,
 #: config/crd/bases/keda.sh_scaledobjects.yaml: spec.scaleTargetRef.name, spec.triggers
@@ -305,7 +311,7 @@ def test_each_worker_queue_has_a_pdb_and_heartbeat_probes(rendered: list[dict[st
             pdb["spec"]["selector"]["matchLabels"] == deployment["spec"]["selector"]["matchLabels"]
         )
         pod = deployment["spec"]["template"]["spec"]
-        assert pod["terminationGracePeriodSeconds"] == 100
+        assert pod["terminationGracePeriodSeconds"] == GRACE_S
         (worker,) = pod["containers"]
         assert f"sheetsync_{node}" in worker["command"]
         assert f"{node}@%h" in worker["command"]
@@ -392,3 +398,11 @@ def test_liveness_does_not_restart_a_worker_for_a_redis_it_cannot_ask() -> None:
     assert "cannot reach Redis" in live.stdout
     assert _run(probes["readinessProbe"], env).returncode != 0
     assert _run(probes["startupProbe"], env).returncode != 0
+
+
+def test_compose_gives_a_stopping_worker_the_same_grace_period() -> None:
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    workers = {name: spec for name, spec in compose["services"].items() if "worker" in name}
+    assert sorted(workers) == ["worker-default", "worker-priority", "worker-scheduled"]
+    for spec in workers.values():
+        assert spec["stop_grace_period"] == f"{GRACE_S}s"
