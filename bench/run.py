@@ -17,8 +17,10 @@ BENCHES: tuple[tuple[str, list[str]], ...] = (
     ("bench_changes.py", []),
     ("bench_flow.py", []),
     ("bench_scale.py", []),
+    ("bench_scale_down.py", []),
     ("bench_quota.py", []),
     ("bench_alternatives.py", []),
+    ("bench_capacity.py", []),
 )
 
 
