@@ -45,6 +45,8 @@ OWNER_NOTIFIED = f"{PREFIX}:notified:"
 HEARTBEATS = f"{PREFIX}:heartbeats"
 #: HASH per process (role, queues, pid, seen), expiring with its heartbeat.
 HEARTBEAT = f"{PREFIX}:heartbeat:"
+#: STRING per periodic job: when a beat was last granted its send (Redis ms).
+BEAT_CLAIM = f"{PREFIX}:beat:last:"
 #: HASH of the pipeline's event counters and histogram buckets (rows appended, flush
 #: durations, Sheets requests, ledger transitions), summed over every process; the
 #: metrics exporter reads it (:mod:`sheetsync.metrics.events`).
@@ -168,6 +170,10 @@ def alert_once_key(topic: str) -> str:
 
 def owner_notified_key(user_id: str, topic: str) -> str:
     return f"{OWNER_NOTIFIED}{check_id(user_id, 'user_id')}:{topic}"
+
+
+def beat_claim_key(job: str) -> str:
+    return f"{BEAT_CLAIM}{job}"
 
 
 def heartbeat_key(process_name: str) -> str:

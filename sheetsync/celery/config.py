@@ -55,6 +55,8 @@ def config_for(settings: Settings) -> dict[str, Any]:
             "sheetsync.replay_dead_letter": {"queue": QUEUE_SCHEDULED},
             "sheetsync.notify_owner": {"queue": QUEUE_SCHEDULED},
         },
+        # Each periodic job once per interval, however many beats run (celery/beat.py).
+        "beat_scheduler": "sheetsync.celery.beat:ClaimingScheduler",
         "beat_schedule": {
             "sheetsync-sweep": {"task": "sheetsync.sweep", "schedule": settings.sweep_interval_s},
             "sheetsync-reconcile": {
