@@ -24,7 +24,8 @@ def metrics(
         str, typer.Option("--host", help="Address to bind (0.0.0.0 for every interface).")
     ] = "127.0.0.1",
 ) -> None:
-    """Serve Prometheus metrics on http://HOST:PORT/metrics until interrupted.
+    """Serve Prometheus metrics on http://HOST:PORT/metrics until interrupted, and on
+    /demand the worker processes the waiting work can use (JSON, for KEDA).
 
     Each scrape reads Redis and the database once: buffers, jobs, dead letters, the
     limiter and credentials, plus the counters the workers record. docs/RUNBOOK.md

@@ -26,7 +26,7 @@ from prometheus_client.registry import Collector
 
 from sheetsync.metrics import events
 from sheetsync.metrics import names as n
-from sheetsync.ops import status
+from sheetsync.ops import demand, status
 from sheetsync.services import Services
 
 log = logging.getLogger(__name__)
@@ -74,7 +74,8 @@ class PipelineCollector(Collector):
     # -- Redis ---------------------------------------------------------------------------
 
     def _from_redis(self) -> list[Metric]:
-        buffers = status.collect_buffers(self.services, self.services.settings.metrics_buffers_max)
+        buffers_max = self.services.settings.metrics_buffers_max
+        buffers = status.collect_buffers(self.services, buffers_max)
         workers = status.collect_workers(self.services)
         status.flag_stalled(buffers, workers)
         metrics = list(_buffer_metrics(buffers))
@@ -85,6 +86,7 @@ class PipelineCollector(Collector):
         for role, count in sorted(roles.items()):
             live.add_metric([role], count)
         metrics.append(live)
+        metrics.extend(_demand_metrics(demand.read(self.services, buffers_max).demand()))
         metrics.extend(_event_metrics(events.read(self.services.redis)))
         return metrics
 
@@ -130,6 +132,14 @@ def _buffer_metrics(buffers: dict[str, Any]) -> Iterator[Metric]:
     yield _by_one_label(n.BUFFER_OLDEST_AGE_BY_QUEUE, age_by_queue)
     yield _by_one_label(n.JOBS, jobs)
     yield gauge(n.JOBS_OVERDUE, overdue)
+
+
+def _demand_metrics(now: demand.Demand) -> Iterator[Metric]:
+    yield gauge(n.WORKER_DEMAND, now.worker_processes)
+    states = {"due": now.buffers_due, "running": now.buffers_running}
+    yield _by_one_label(n.WORKER_DEMAND_BUFFERS, {**states, "waiting": now.buffers_waiting})
+    slots = {"project": now.write_slots_project, "accounts": now.write_slots_accounts}
+    yield _by_one_label(n.WORKER_DEMAND_WRITE_SLOTS, slots)
 
 
 def _by_one_label(name: str, values: dict[str, Any]) -> GaugeMetricFamily:

@@ -50,6 +50,9 @@ LIMITER_BUSIEST = "sheetsync_limiter_busiest_account_used"
 BUSIEST_ACCOUNTS = 5
 CREDENTIALS = "sheetsync_credentials"
 CHANGES_PENDING = "sheetsync_changes_pending"
+WORKER_DEMAND = "sheetsync_worker_demand"
+WORKER_DEMAND_BUFFERS = "sheetsync_worker_demand_buffers"
+WORKER_DEMAND_WRITE_SLOTS = "sheetsync_worker_demand_write_slots"
 SOURCE_UP = "sheetsync_source_up"
 SCRAPE_DURATION = "sheetsync_scrape_duration_seconds"
 
@@ -194,6 +197,29 @@ DEFINITIONS = (
         "Edits (UPDATE) and deletions (DELETE, erasures among them) of answers that a "
         "sheet has yet to follow, per (answer, sheet).",
         ("change",),
+    ),
+    Definition(
+        WORKER_DEMAND,
+        "gauge",
+        "redis",
+        "Worker processes the waiting work can use: runs going on, plus the buffers due "
+        "now that the write quota has a slot for (the exporter's GET /demand).",
+    ),
+    Definition(
+        WORKER_DEMAND_BUFFERS,
+        "gauge",
+        "redis",
+        "Buffers by where their flush stands: due (may start now), running, waiting "
+        "(scheduled for later).",
+        ("state",),
+    ),
+    Definition(
+        WORKER_DEMAND_WRITE_SLOTS,
+        "gauge",
+        "redis",
+        "Write slots free in the rate windows now: the project's, and the sum of the "
+        "accounts' whose runs wait at the quota.",
+        ("scope",),
     ),
     Definition(
         SOURCE_UP,

@@ -120,7 +120,7 @@ def test_every_lua_file_has_one_declaration_and_every_declaration_a_file():
     files = {Path(str(script_file(kind))): kind for kind in declarations()}
     assert len(files) == len(declarations()), "two declarations name one file"
     assert sorted(files) == lua_files()
-    assert len(files) == 15, sorted(path.name for path in files)
+    assert len(files) == 16, sorted(path.name for path in files)
 
 
 @pytest.mark.parametrize("kind", declarations(), ids=lambda kind: kind.SCRIPT)

@@ -178,7 +178,10 @@ def test_everything_optional_renders_when_on() -> None:
     scaled = named(docs, "ScaledObject", "sheetsync-worker-default")
     assert scaled["spec"]["scaleTargetRef"]["name"] == "sheetsync-worker-default"
     trigger = scaled["spec"]["triggers"][0]["metadata"]
-    assert trigger["url"] == "http://sheetsync-exporter.sheetsync.svc:9808/demand"
+    assert (
+        trigger["url"]
+        == "http://sheetsync-exporter.sheetsync.svc:9808/demand?queue=sheetsync_default"
+    )
     assert trigger["valueLocation"] == "worker_processes"
     assert trigger["targetValue"] == "3"  # one replica's processes: workers.default's -c
     # KEDA owns the scaled Deployment's replica count; the others keep theirs.
