@@ -299,6 +299,27 @@ def record_deleted(
     session.connection().execute(statement, params)
 
 
+def reopen(
+    session: Session, answer_ids: Sequence[str], spread_sheet_id: str, sheet_id: int
+) -> None:
+    """These answers' rows went from the sheet by mistake (a deletion hit them after a
+    person moved rows): COMPLETED -> ENQUEUED, so their next batch appends them again."""
+    if not answer_ids:
+        return
+    tx = SheetTransaction
+    session.execute(
+        update(tx)
+        .where(
+            tx.submission_answer_id.in_(list(answer_ids)),
+            tx.spread_sheet_id == spread_sheet_id,
+            tx.sheet_id == sheet_id,
+            tx.type == TransactionType.COMPLETED.value,
+        )
+        .values(type=TransactionType.ENQUEUED.value, error_message=None, updated_at=utcnow()),
+        execution_options={"synchronize_session": False},
+    )
+
+
 #: What a refused link records (the emit knows the link's id and owner from its routes).
 REFUSED_BY_OWNER_RULE = "its creator is not the form's owner"
 

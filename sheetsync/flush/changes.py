@@ -13,6 +13,13 @@ more, ``spreadsheets.get``, once the link has rolled over), one ``values.batchUp
 every edit (the cells sheetsync owns, nothing else in the row) and one ``batchUpdate`` of
 ``deleteDimension`` ranges for every deletion, bottom up so no deletion moves another.
 All of them are idempotent: a run that crashed is repeated, reading column A again.
+
+Google has no "delete this row if it still holds this id", so a person who sorts the
+sheet (or inserts or deletes rows) between the read and the deletion can put another
+answer's row where the deleted one was. A deletion is therefore checked: column A is
+read again after it (a third request), and an answer whose row is still there stays
+pending and goes again, while an answer whose row went without being asked (a row the
+deletion hit by mistake) is appended again at its latest version (``Followed.restored``).
 """
 
 from __future__ import annotations
@@ -43,6 +50,9 @@ TAB_NOT_FOUND = (
     "a roll-over tab of its link was not found by its title (renamed?): "
     "pending until the tab is named as sheetsync named it"
 )
+#: Recorded (the deletion kept pending, and sent again) when its row was still there
+#: after the deletion: a person moved rows between the read and the deletion.
+ROW_MOVED = "its row moved while it was deleted: deleted again by the next run"
 
 #: Where an answer's row is: the tab's title and gid, and the row's index (0 is row 1).
 Place = tuple[str, int, int]
@@ -64,6 +74,9 @@ class Followed:
     #: Changes whose rows were not found while a tab of the link was not found either:
     #: they stay pending, with the reason.
     unplaced: dict[str, str] = field(default_factory=dict)
+    #: Answers whose rows a deletion removed by mistake (a person moved rows in between):
+    #: appended again. Ids here and in ``unplaced`` go back into the buffer.
+    restored: list[str] = field(default_factory=list)
 
 
 class ChangeWriter:
@@ -72,6 +85,8 @@ class ChangeWriter:
     def __init__(self, active: ActiveTab) -> None:
         self.active = active
         self.access = active.access
+        #: The tabs the last read of column A covered (a check reads the same ones).
+        self._tabs_read: list[tuple[str, int]] = []
 
     def apply(
         self,
@@ -84,7 +99,7 @@ class ChangeWriter:
         """Rewrite the rows of ``updates`` and delete those of ``deletions``, handing
         ``record`` what each request (or finding no row) settled as soon as it has: a run
         cut short by the quota between two requests keeps what the first one did."""
-        places, complete = self._find([*updates, *deletions])
+        places, complete, seen = self._find([*updates, *deletions])
         if not complete:
             unplaced = [i for i in [*updates, *deletions] if not places.get(i)]
             if unplaced:
@@ -113,17 +128,18 @@ class ChangeWriter:
             left.subtract(answer_id for answer_id, _range, _rows in chunk)
             done = list(dict.fromkeys(i for i, _range, _rows in chunk if not left[i]))
             record(Followed(updated=done))
-        self._delete(deletions, places, layout, record)
+        self._delete(deletions, places, seen, layout, record)
 
     def _delete(
         self,
         deletions: Sequence[str],
         places: dict[str, list[Place]],
+        seen: Counter[str],
         layout: FormLayout,
         record: Callable[[Followed], None],
     ) -> None:
         """Delete the rows of ``deletions`` (or blank their personal info, for a link that
-        keeps rows), then record them."""
+        keeps rows), then record them; removed rows are checked (:meth:`_check`)."""
         if not deletions:
             return
         gone = DELETED_ROW_BLANKED if layout.blank_on_delete else DELETED_ROW_REMOVED
@@ -141,7 +157,30 @@ class ChangeWriter:
             self._send_deletions(_spans(place for _id, place in doomed))
             # Rows moved up: the cached end of the sheet is an intent's hint no more.
             self.access.services.store.forget_sheet(self.access.key, "last_row")
+            record(self._check(reasons, seen))
+            return
         record(Followed(deleted=reasons))
+
+    def _check(self, reasons: dict[str, str], seen: Counter[str]) -> Followed:
+        """Column A again, after a deletion: what it removed as asked is DELETED; a row
+        still there stays pending (and goes again); a row of another answer that went
+        is appended again. A row a person deleted by hand in between is appended again
+        too: nothing tells the two apart, and a lost answer is the worse mistake."""
+        after = self._read_ids(self._tabs_read)
+        kept = {i for i in reasons if after[i]}
+        restored = [i for i, n in seen.items() if i not in reasons and after[i] < n]
+        if kept or restored:
+            log.warning(
+                "flush %s: rows moved during a deletion: %d deleted again, %d appended again",
+                self.access.lease.token,
+                len(kept),
+                len(restored),
+            )
+        return Followed(
+            deleted={i: reason for i, reason in reasons.items() if i not in kept},
+            unplaced=dict.fromkeys(sorted(kept), ROW_MOVED),
+            restored=restored,
+        )
 
     def _tabs(self) -> tuple[list[tuple[str, int]], bool]:
         """The link's tabs, as (title, gid): the active one, and those it rolled from
@@ -165,24 +204,40 @@ class ChangeWriter:
             tabs.append((self.active.title(), tab.gid))
         return tabs, len(tabs) == tab.number
 
-    def _find(self, answer_ids: Iterable[str]) -> tuple[dict[str, list[Place]], bool]:
-        """Each answer's rows, by the id in column A of every tab of the link, and
-        whether every tab of the link was found."""
+    def _find(self, answer_ids: Iterable[str]) -> tuple[dict[str, list[Place]], bool, Counter[str]]:
+        """Each answer's rows, by the id in column A of every tab of the link; whether
+        every tab of the link was found; and how many rows each id in them has."""
         wanted = set(answer_ids)
         if not wanted:
-            return {}, True
+            return {}, True, Counter()
         tabs, complete = self._tabs()
+        self._tabs_read = tabs
+        places: dict[str, list[Place]] = defaultdict(list)
+        seen: Counter[str] = Counter()
+        for (title, gid), column in zip(tabs, self._read_columns(tabs), strict=False):
+            for index, cells in enumerate(column):
+                if index and cells:  # row 1 is the header
+                    seen[cells[0]] += 1
+                    if cells[0] in wanted:
+                        places[cells[0]].append((title, gid, index))
+        return places, complete, seen
+
+    def _read_columns(self, tabs: list[tuple[str, int]]) -> list[list[list[str]]]:
         spreadsheet_id = self.access.key.spread_sheet_id
         ranges = [f"{quote_title(title)}!A:A" for title, _gid in tabs]
-        columns = self.access.send(
+        columns: list[list[list[str]]] = self.access.send(
             "values.batchGet", lambda client: client.read_ranges(spreadsheet_id, ranges)
         )
-        places: dict[str, list[Place]] = defaultdict(list)
-        for (title, gid), column in zip(tabs, columns, strict=False):
-            for index, cells in enumerate(column):
-                if index and cells and cells[0] in wanted:  # row 1 is the header
-                    places[cells[0]].append((title, gid, index))
-        return places, complete
+        return columns
+
+    def _read_ids(self, tabs: list[tuple[str, int]]) -> Counter[str]:
+        """How many rows each id in column A of ``tabs`` has now."""
+        return Counter(
+            str(cells[0])
+            for column in self._read_columns(tabs)
+            for cells in column[1:]
+            if cells and cells[0]
+        )
 
     def _send_updates(self, data: list[tuple[str, list[list[Cell]]]]) -> None:
         spreadsheet_id = self.access.key.spread_sheet_id

@@ -20,14 +20,15 @@ from datetime import datetime
 import redis
 
 from sheetsync import crypto, ledger, links
+from sheetsync.buffers.push import push
 from sheetsync.buffers.scripts import FORGET_LAST_ROW
 from sheetsync.buffers.store import Lease
 from sheetsync.deadletters.replay_end import ReplaysInFlight
-from sheetsync.dispatch import is_priority_plan
+from sheetsync.dispatch import QUEUE_DEFAULT, is_priority_plan
 from sheetsync.errors import CredentialError, RateLimited, WaitForIntent
 from sheetsync.flush import debounce, header, intents, stopping
 from sheetsync.flush.batches import Batch, BatchBuilder
-from sheetsync.flush.changes import ChangeWriter, Followed
+from sheetsync.flush.changes import ROW_MOVED, ChangeWriter, Followed
 from sheetsync.flush.layout import FormLayout
 from sheetsync.flush.outcomes import Outcome, Tally
 from sheetsync.flush.rollover import Rollover
@@ -406,6 +407,11 @@ class FlushRun:
             ledger.followed(session, seqs, key.spread_sheet_id, key.sheet_id, part.refused)
             ledger.record_deleted(session, part.deleted, key.spread_sheet_id, key.sheet_id)
             ledger.note_pending(session, part.unplaced, key.spread_sheet_id, key.sheet_id)
+            ledger.reopen(session, part.restored, key.spread_sheet_id, key.sheet_id)
+        again = [*part.restored, *(i for i, why in part.unplaced.items() if why == ROW_MOVED)]
+        if again:  # the next run appends or deletes them (finish sees the list is not empty)
+            queue = self.services.store.job_state(key).get("queue") or QUEUE_DEFAULT
+            push(self.services.store, [(key, queue)], again)
         self.tally.updated += len(part.updated)
         self.tally.deleted += len(part.deleted)
 

@@ -15,6 +15,7 @@ from sheetsync import (
     emit_answers_submitted,
     emit_answers_updated,
 )
+from sheetsync.flush.changes import ChangeWriter
 from sheetsync.models import QuestionType, SheetTransaction, SubmissionAnswer
 
 pytestmark = BOTH_DATABASES
@@ -132,6 +133,35 @@ def test_a_deletion_removes_the_row_and_only_it(world, worker, admin):
     wait_until(lambda: not world.leftover_keys())
 
 
+def test_a_deletion_whose_rows_a_person_moved_meanwhile_loses_no_other_row(
+    world, worker, admin, monkeypatch
+):
+    form = world.form()
+    sheet = world.sheet(form)
+    ids = world.answers(form, 6)
+    emit_answers_submitted(ids)
+    wait_until(lambda: world.ids_in(sheet) == ids)
+    send_deletions = ChangeWriter._send_deletions
+    sorted_between: list[list[str]] = []
+
+    def a_person_sorts_first(self, spans):
+        if not sorted_between:  # a person reverses the rows after column A was read
+            admin.sort_rows(sheet.spreadsheet_id, sheet.gid, 0, descending=True)
+            sorted_between.append(world.ids_in(sheet))
+        return send_deletions(self, spans)
+
+    monkeypatch.setattr(ChangeWriter, "_send_deletions", a_person_sorts_first)
+    emit_answer_deleted(ids[1])
+    # The deletion hit the row the sort moved into ids[1]'s place; the check after it
+    # sees both: ids[1] deleted again, the other row appended again.
+    left = sorted(ids[:1] + ids[2:])
+    wait_until(lambda: sorted(world.ids_in(sheet)) == left, timeout=30)
+    wait_until(lambda: world.ledger_counts() == {"COMPLETED": 5, "DELETED": 1}, timeout=30)
+    assert sorted_between == [ids[::-1]]
+    assert sorted(world.ids_in(sheet)) == left  # each once
+    assert ledger(world, ids[1]) == ("DELETED", None)
+
+
 def test_an_answer_deleted_before_its_run_is_never_written(world, worker, admin):
     form = world.form()
     sheet = world.sheet(form)
@@ -177,7 +207,7 @@ def test_edits_and_deletions_of_many_answers_take_few_requests(world, worker, ad
     wait_until(lambda: world.ledger_counts() == {"COMPLETED": 30, "DELETED": 30})
     assert all(cell(world, sheet, i, question.title) == f"v2 {i}" for i in ids[:30])
     assert sent_since(admin, before) == {
-        "values.batchGet": 1,  # column A
+        "values.batchGet": 2,  # column A, and again after the deletions (the check)
         "values.batchUpdate": 1,  # the edits
         "spreadsheets.batchUpdate": 1,  # the deletions
     }
