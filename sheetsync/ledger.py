@@ -301,13 +301,15 @@ def record_deleted(
 
 def reopen(
     session: Session, answer_ids: Sequence[str], spread_sheet_id: str, sheet_id: int
-) -> None:
+) -> list[str]:
     """These answers' rows went from the sheet by mistake (a deletion hit them after a
-    person moved rows): COMPLETED -> ENQUEUED, so their next batch appends them again."""
+    person moved rows): COMPLETED -> ENQUEUED, so their next batch appends them again.
+    Returns the ids reopened: a value in column A that is no answer of this sheet (a
+    person's own text) is none of them."""
     if not answer_ids:
-        return
+        return []
     tx = SheetTransaction
-    session.execute(
+    rows = session.execute(
         update(tx)
         .where(
             tx.submission_answer_id.in_(list(answer_ids)),
@@ -315,9 +317,11 @@ def reopen(
             tx.sheet_id == sheet_id,
             tx.type == TransactionType.COMPLETED.value,
         )
-        .values(type=TransactionType.ENQUEUED.value, error_message=None, updated_at=utcnow()),
+        .values(type=TransactionType.ENQUEUED.value, error_message=None, updated_at=utcnow())
+        .returning(tx.submission_answer_id),
         execution_options={"synchronize_session": False},
     )
+    return [str(answer_id) for (answer_id,) in rows]
 
 
 #: What a refused link records (the emit knows the link's id and owner from its routes).

@@ -27,6 +27,24 @@ def test_no_state_replaces_completed(engine):
         assert states["a3"] is later
 
 
+@BOTH_DATABASES
+def test_reopen_takes_back_only_completed_answers_of_the_sheet(engine):
+    sessions = sessionmaker(engine)
+    with sessions.begin() as session:
+        ledger.record(session, ["a1"], *SHEET, TransactionType.COMPLETED)
+        ledger.record(session, ["a2"], *SHEET, TransactionType.DEAD_LETTERED)
+        ledger.record(session, ["a3"], "other", 0, TransactionType.COMPLETED)
+    with sessions.begin() as session:
+        reopened = ledger.reopen(session, ["a1", "a2", "a3", "a person's note"], *SHEET)
+    assert reopened == ["a1"]
+    with sessions() as session:
+        assert ledger.states(session, ["a1", "a2"], *SHEET) == {
+            "a1": TransactionType.ENQUEUED,
+            "a2": TransactionType.DEAD_LETTERED,
+        }
+        assert ledger.states(session, ["a3"], "other", 0) == {"a3": TransactionType.COMPLETED}
+
+
 @pytest.mark.postgres
 @pytest.mark.parametrize("db_url", ["postgres"], indirect=True)
 def test_a_replay_that_read_an_older_state_cannot_undo_a_completion(engine):

@@ -407,8 +407,8 @@ class FlushRun:
             ledger.followed(session, seqs, key.spread_sheet_id, key.sheet_id, part.refused)
             ledger.record_deleted(session, part.deleted, key.spread_sheet_id, key.sheet_id)
             ledger.note_pending(session, part.unplaced, key.spread_sheet_id, key.sheet_id)
-            ledger.reopen(session, part.restored, key.spread_sheet_id, key.sheet_id)
-        again = [*part.restored, *(i for i, why in part.unplaced.items() if why == ROW_MOVED)]
+            reopened = ledger.reopen(session, part.restored, key.spread_sheet_id, key.sheet_id)
+        again = [*reopened, *(i for i, why in part.unplaced.items() if why == ROW_MOVED)]
         if again:  # the next run appends or deletes them (finish sees the list is not empty)
             queue = self.services.store.job_state(key).get("queue") or QUEUE_DEFAULT
             push(self.services.store, [(key, queue)], again)
