@@ -187,6 +187,19 @@ def entries(
     return result
 
 
+def completed_ids(session: Session, spread_sheet_id: str, sheet_id: int) -> list[str]:
+    """Every answer COMPLETED in one sheet (read only after a run died unchecked)."""
+    tx = SheetTransaction
+    rows = session.scalars(
+        select(tx.submission_answer_id).where(
+            tx.spread_sheet_id == spread_sheet_id,
+            tx.sheet_id == sheet_id,
+            tx.type == TransactionType.COMPLETED.value,
+        )
+    )
+    return [str(answer_id) for answer_id in rows]
+
+
 def mark_changed(
     session: Session, answer_ids: Sequence[str], change: AnswerChange
 ) -> list[tuple[str, str, int]]:

@@ -363,6 +363,20 @@ class BufferStore:
     def forget_sheet(self, key: BufferKey, *fields: str) -> None:
         self.redis.hdel(key.sheet, *fields)
 
+    def note_unchecked(self, key: BufferKey, digests: bytes) -> None:
+        """The digests of the ids in the sheet's column A before a run's changes were sent,
+        kept until the read that checks them (digests: a person's text in column A never
+        reaches Redis)."""
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.hset(key.sheet, "unchecked", digests)
+        pipe.expire(key.sheet, self._ttl)
+        pipe.execute()
+
+    def unchecked(self, key: BufferKey) -> bytes | None:
+        """What :meth:`note_unchecked` kept, if a run's changes went unchecked."""
+        digests = self.redis.hget(key.sheet, "unchecked")
+        return digests.encode("latin-1") if isinstance(digests, str) else digests
+
     def remember_first_row(self, key: BufferKey, cells: Sequence[str], column_count: int) -> None:
         """Keep row 1 as a header check read it (titles, never answers) and the tab's
         width, so a check cut short by the rate limit goes on without reading them again."""

@@ -10,26 +10,30 @@ resolved by it too (docs/ARCHITECTURE.md, "The sheet follows the answer").
 
 One run's changes cost one read (``values.batchGet`` of column A of the link's tabs; one
 more, ``spreadsheets.get``, once the link has rolled over), one ``values.batchUpdate`` for
-every edit (the cells sheetsync owns, nothing else in the row) and one ``batchUpdate`` of
-``deleteDimension`` ranges for every deletion, bottom up so no deletion moves another.
-All of them are idempotent: a run that crashed is repeated, reading column A again.
+every edit (the cells sheetsync owns, nothing else in the row), one ``batchUpdate`` of
+``deleteDimension`` ranges for every deletion, bottom up so no deletion moves another,
+and one more read of column A to check them. All of them are idempotent: a run that
+crashed is repeated, reading column A again.
 
-Google has no "delete this row if it still holds this id", so a person who sorts the
-sheet (or inserts or deletes rows) between the read and the deletion can put another
-answer's row where the deleted one was. A deletion is therefore checked: column A is
-read again after it (a third request), and an answer whose row is still there stays
-pending and goes again, while an answer whose row went without being asked (a row the
-deletion hit by mistake) is appended again at its latest version (``Followed.restored``).
+Google has no "write (or delete) this row if it still holds this id", so a person who
+sorts the sheet (or inserts or deletes rows) between the read and a write can put another
+answer's row where the changed one was. The check after the writes sees it: an answer
+with two rows or a deleted one still there stays pending and goes again (the next run
+keeps one row and deletes the rest), and an answer whose row went without being asked
+(overwritten, or deleted by mistake) is appended again at its latest version
+(``Followed.restored``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from sheetsync import ledger
 from sheetsync.errors import TransientError, WaitForIntent
 from sheetsync.flush.cells import estimate_bytes, fit_row
 from sheetsync.flush.columns import column_letters
@@ -50,9 +54,14 @@ TAB_NOT_FOUND = (
     "a roll-over tab of its link was not found by its title (renamed?): "
     "pending until the tab is named as sheetsync named it"
 )
-#: Recorded (the deletion kept pending, and sent again) when its row was still there
-#: after the deletion: a person moved rows between the read and the deletion.
-ROW_MOVED = "its row moved while it was deleted: deleted again by the next run"
+#: Recorded (the change kept pending, and sent again) when the check after it found its
+#: row still there, or twice: a person moved rows between the read and the change.
+ROW_MOVED = "its row moved while it was changed: changed again by the next run"
+
+#: Bytes of an id's digest in the note a run keeps until its changes are checked: a lost
+#: row goes unseen only if its digest is another id's of the sheet (48 bits: about 1 in
+#: 3 * 10^10 for a sheet of 10,000 rows).
+DIGEST_BYTES = 6
 
 #: Where an answer's row is: the tab's title and gid, and the row's index (0 is row 1).
 Place = tuple[str, int, int]
@@ -97,9 +106,13 @@ class ChangeWriter:
         record: Callable[[Followed], None],
     ) -> None:
         """Rewrite the rows of ``updates`` and delete those of ``deletions``, handing
-        ``record`` what each request (or finding no row) settled as soon as it has: a run
-        cut short by the quota between two requests keeps what the first one did."""
+        ``record`` what they settled: what needs no request at once, the rest once column
+        A, read again after the writes (:meth:`_check`), shows where each row is."""
         places, complete, seen = self._find([*updates, *deletions])
+        store, key = self.access.services.store, self.access.key
+        left = store.unchecked(key)
+        if left is not None:
+            record(Followed(restored=self._lost_unchecked(left, seen, deletions)))
         if not complete:
             unplaced = [i for i in [*updates, *deletions] if not places.get(i)]
             if unplaced:
@@ -110,7 +123,7 @@ class ChangeWriter:
         data: list[Range] = []
         missing = [answer_id for answer_id in updates if not places.get(answer_id)]
         for answer_id, row in updates.items():
-            for title, _gid, index in places.get(answer_id, []):
+            for title, _gid, index in places.get(answer_id, [])[:1]:
                 data += _cell_ranges(answer_id, title, index, row, owned)
         chunks, too_large = _chunks(data, max_bytes)
         if missing or too_large:
@@ -122,63 +135,107 @@ class ChangeWriter:
                 self.access.lease.token,
                 len(missing),
             )
-        left = Counter(answer_id for chunk in chunks for answer_id, _range, _rows in chunk)
+        if chunks or any(places.get(i) for i in deletions):
+            store.note_unchecked(key, b"".join(sorted(map(_digest, seen))))
         for chunk in chunks:
             self._send_updates([(a1_range, rows) for _id, a1_range, rows in chunk])
-            left.subtract(answer_id for answer_id, _range, _rows in chunk)
-            done = list(dict.fromkeys(i for i, _range, _rows in chunk if not left[i]))
-            record(Followed(updated=done))
-        self._delete(deletions, places, seen, layout, record)
+        written = [i for i in updates if places.get(i) and i not in too_large]
+        self._delete(deletions, places, written, seen, layout, record)
+        store.forget_sheet(key, "unchecked")
+
+    def _lost_unchecked(
+        self, left: bytes, seen: Counter[str], deletions: Sequence[str]
+    ) -> list[str]:
+        """A run that died between its changes and their check left the digests of the
+        ids column A held before them: an answer of the sheet whose id was there and is no
+        more (and is not being deleted) lost its row to them, and is appended again."""
+        before = {left[at : at + DIGEST_BYTES] for at in range(0, len(left), DIGEST_BYTES)}
+        gone = before - {_digest(i) for i in [*seen, *deletions]}
+        if not gone:
+            return []
+        with self.access.services.sessions() as session:
+            completed = ledger.completed_ids(
+                session, self.access.key.spread_sheet_id, self.access.key.sheet_id
+            )
+        lost = [i for i in completed if _digest(i) in gone and not seen[i]]
+        if lost:
+            log.warning(
+                "flush %s: a run died before checking its changes; %d rows went: appended again",
+                self.access.lease.token,
+                len(lost),
+            )
+        return lost
 
     def _delete(
         self,
         deletions: Sequence[str],
         places: dict[str, list[Place]],
+        written: list[str],
         seen: Counter[str],
         layout: FormLayout,
         record: Callable[[Followed], None],
     ) -> None:
         """Delete the rows of ``deletions`` (or blank their personal info, for a link that
-        keeps rows), then record them; removed rows are checked (:meth:`_check`)."""
-        if not deletions:
-            return
+        keeps rows) and the rows of ``written`` edits beyond their first (a row sheetsync
+        wrote twice: see :meth:`_check`), then check where every row went."""
         gone = DELETED_ROW_BLANKED if layout.blank_on_delete else DELETED_ROW_REMOVED
         reasons = {
             answer_id: gone if places.get(answer_id) else DELETED_NO_ROW for answer_id in deletions
         }
-        doomed = [(i, place) for i in deletions for place in places.get(i, [])]
-        if doomed and layout.blank_on_delete:
-            blanks = sorted(layout.personal_cell_indexes)
+        blanked = [i for i in deletions if places.get(i)] if layout.blank_on_delete else []
+        kept_one = [*written, *blanked]
+        doomed = [place for i in kept_one for place in places[i][1:]]
+        if blanked:
+            # Column A is written too (the same id): a person who moved rows meanwhile
+            # makes it land on another answer's row, which the check then sees.
+            blanks = sorted({0, *layout.personal_cell_indexes})
             cleared: list[Range] = []
-            for answer_id, (title, _gid, index) in doomed:
-                cleared += _cell_ranges(answer_id, title, index, [""] * (max(blanks) + 1), blanks)
+            for answer_id in blanked:
+                title, _gid, index = places[answer_id][0]
+                row: list[Cell] = [answer_id, *[""] * max(blanks)]
+                cleared += _cell_ranges(answer_id, title, index, row, blanks)
             self._send_updates([(a1_range, rows) for _id, a1_range, rows in cleared])
-        elif doomed:
-            self._send_deletions(_spans(place for _id, place in doomed))
+        elif deletions:
+            doomed += [place for i in deletions for place in places.get(i, [])]
+        if doomed:
+            self._send_deletions(_spans(doomed))
             # Rows moved up: the cached end of the sheet is an intent's hint no more.
             self.access.services.store.forget_sheet(self.access.key, "last_row")
-            record(self._check(reasons, seen))
+        if not (kept_one or doomed):
+            if reasons:
+                record(Followed(deleted=reasons))
             return
-        record(Followed(deleted=reasons))
+        record(self._check(reasons, set(kept_one), seen))
 
-    def _check(self, reasons: dict[str, str], seen: Counter[str]) -> Followed:
-        """Column A again, after a deletion: what it removed as asked is DELETED; a row
-        still there stays pending (and goes again); a row of another answer that went
-        is appended again. A row a person deleted by hand in between is appended again
-        too: nothing tells the two apart, and a lost answer is the worse mistake."""
+    def _check(self, reasons: dict[str, str], kept_one: set[str], seen: Counter[str]) -> Followed:
+        """Column A again, after the writes: Google has no "write this row if it still
+        holds this id", and a person who sorted (or inserted or deleted rows) between the
+        read and a write made it land on another answer's row. Each changed answer should
+        now have one row (an edit, a blanked deletion) or none (a removed deletion); one
+        that has more, or a removed one still there, stays pending and goes again (its
+        next run keeps one row and deletes the others); an answer whose rows all went
+        without being asked is appended again. A row a person deleted by hand in between
+        is appended again too: nothing tells the two apart, and a lost answer is the
+        worse mistake."""
         after = self._read_ids(self._tabs_read)
-        kept = {i for i in reasons if after[i]}
-        restored = [i for i, n in seen.items() if i not in reasons and after[i] < n]
-        if kept or restored:
+        wanted = {i: int(i in kept_one) for i in [*reasons, *kept_one]}
+        again = sorted(i for i, n in wanted.items() if after[i] > n)
+        restored = [i for i, n in seen.items() if i not in reasons and n and not after[i]]
+        if again or restored:
             log.warning(
-                "flush %s: rows moved during a deletion: %d deleted again, %d appended again",
+                "flush %s: rows moved during a change: %d changed again, %d appended again",
                 self.access.lease.token,
-                len(kept),
+                len(again),
                 len(restored),
             )
         return Followed(
-            deleted={i: reason for i, reason in reasons.items() if i not in kept},
-            unplaced=dict.fromkeys(sorted(kept), ROW_MOVED),
+            updated=[i for i in kept_one if i not in reasons and after[i] == 1],
+            deleted={
+                i: reason if after[i] == wanted[i] else DELETED_NO_ROW
+                for i, reason in reasons.items()
+                if after[i] <= wanted[i]
+            },
+            unplaced=dict.fromkeys(again, ROW_MOVED),
             restored=restored,
         )
 
@@ -260,6 +317,10 @@ class ChangeWriter:
                 f"a deletion may still apply ({type(exc).__name__})",
                 retry_after_s=left_s + settle_s,
             ) from None
+
+
+def _digest(answer_id: str) -> bytes:
+    return hashlib.blake2b(answer_id.encode(), digest_size=DIGEST_BYTES).digest()
 
 
 def _cell_ranges(

@@ -15,6 +15,7 @@ from sheetsync.flush.changes import ChangeWriter
 from sheetsync.flush.run import FlushRun
 from sheetsync.models import QuestionType, SubmissionAnswer
 from sheetsync.recovery import repair
+from sheetsync.redis_keys import PREFIX
 
 pytestmark = BOTH_DATABASES
 
@@ -72,6 +73,13 @@ def settle_all(world):
         return not world.leftover_keys()
 
     wait_until(done, timeout=30, interval=0.25)
+
+
+def unchecked_notes(world) -> int:
+    """Sheets whose cache holds the note of changes sent and not yet checked."""
+    client = world.pipeline.redis
+    sheets = [k for k in client.scan_iter(f"{PREFIX}:{{*") if k.endswith(b":sheet")]
+    return sum(bool(client.hexists(k, "unchecked")) for k in sheets)
 
 
 KINDS = pytest.mark.parametrize("kind", ["update", "delete"])
@@ -140,3 +148,38 @@ def test_a_change_applied_whose_reply_was_lost(landed, world, admin, kind):
     wait_until(lambda: followed(world, sheet, ids, kind, question), timeout=30)
     expected = {"COMPLETED": 5} if kind == "update" else {"COMPLETED": 4, "DELETED": 1}
     wait_until(lambda: world.ledger_counts() == expected)
+
+
+@KINDS
+def test_a_crash_between_the_change_and_its_check_after_a_person_sorted(
+    landed, world, monkeypatch, admin, kind
+):
+    """The change lands on another answer's row (a sort came between the read and the
+    write) and the run dies before reading column A again: the next run still sees the
+    row that went, by the note the first one kept, and appends it again."""
+    form, sheet, ids = landed
+    name = "_send_updates" if kind == "update" else "_send_deletions"
+    send = getattr(ChangeWriter, name)
+    sorted_between: list[bool] = []
+
+    def a_person_sorts_first(self, data):
+        if not sorted_between:
+            admin.sort_rows(sheet.spreadsheet_id, sheet.gid, 0, descending=True)
+            sorted_between.append(True)
+        return send(self, data)
+
+    monkeypatch.setattr(ChangeWriter, name, a_person_sorts_first)
+    fired = crash_once(monkeypatch, ChangeWriter, "_check")
+    question = change(world, form, ids, kind)
+    wait_until(lambda: fired)  # the change landed on ids[3]'s row: the sort put it there
+    settle_all(world)
+    expected = {"COMPLETED": 5} if kind == "update" else {"COMPLETED": 4, "DELETED": 1}
+    wait_until(lambda: world.ledger_counts() == expected, timeout=30)
+    left = ids if kind == "update" else [ids[0], *ids[2:]]
+    wait_until(lambda: sorted(world.ids_in(sheet)) == sorted(left), timeout=30)
+    assert unchecked_notes(world) == 0
+    if kind == "update":
+        rows = world.rows(sheet)
+        column = rows[0].index(question.title)
+        [row] = [r for r in rows[1:] if r and r[0] == ids[1]]
+        assert row[column] == "latest"

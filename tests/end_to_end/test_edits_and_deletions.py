@@ -3,7 +3,7 @@ worker and the emulator through the real client, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, select, update
 from support.databases import BOTH_DATABASES
 from support.waiting import wait_until
 
@@ -16,7 +16,7 @@ from sheetsync import (
     emit_answers_updated,
 )
 from sheetsync.flush.changes import ChangeWriter
-from sheetsync.models import QuestionType, SheetTransaction, SubmissionAnswer
+from sheetsync.models import QuestionType, SheetTransaction, SpreadSheet, SubmissionAnswer
 
 pytestmark = BOTH_DATABASES
 
@@ -160,6 +160,69 @@ def test_a_deletion_whose_rows_a_person_moved_meanwhile_loses_no_other_row(
     assert sorted_between == [ids[::-1]]
     assert sorted(world.ids_in(sheet)) == left  # each once
     assert ledger(world, ids[1]) == ("DELETED", None)
+
+
+def a_person_sorts_before_the_first_write(monkeypatch, world, admin, sheet) -> list[list[str]]:
+    """Reverse the rows once, after column A was read and before the first write of a
+    change (an edit's cells, or a blanked deletion's); returns the ids the sort left."""
+    send_updates = ChangeWriter._send_updates
+    sorted_between: list[list[str]] = []
+
+    def sort_first(self, data):
+        if not sorted_between:
+            admin.sort_rows(sheet.spreadsheet_id, sheet.gid, 0, descending=True)
+            sorted_between.append(world.ids_in(sheet))
+        return send_updates(self, data)
+
+    monkeypatch.setattr(ChangeWriter, "_send_updates", sort_first)
+    return sorted_between
+
+
+def test_an_edit_whose_rows_a_person_moved_meanwhile_loses_no_other_row(
+    world, worker, admin, monkeypatch
+):
+    form = world.form()
+    sheet = world.sheet(form)
+    ids = world.answers(form, 6)
+    emit_answers_submitted(ids)
+    wait_until(lambda: world.ids_in(sheet) == ids)
+    sorted_between = a_person_sorts_before_the_first_write(monkeypatch, world, admin, sheet)
+    question = text_question(form)
+    edit(world, ids[1], question, "edited while a person sorted")
+    emit_answer_updated(ids[1])
+    # The edit landed on the row the sort moved into ids[1]'s place (ids[4]'s): the check
+    # sees ids[4] gone (appended again) and ids[1] twice (one row kept, the other deleted).
+    wait_until(lambda: sorted(world.ids_in(sheet)) == sorted(ids), timeout=30)
+    wait_until(lambda: ledger(world, ids[1]) == ("COMPLETED", None), timeout=30)
+    wait_until(lambda: world.ledger_counts() == {"COMPLETED": 6}, timeout=30)
+    assert sorted_between == [ids[::-1]]
+    assert sorted(world.ids_in(sheet)) == sorted(ids)  # each once
+    assert cell(world, sheet, ids[1], question.title) == "edited while a person sorted"
+    wait_until(lambda: not world.leftover_keys())
+
+
+def test_a_blanked_deletion_whose_rows_a_person_moved_meanwhile_loses_no_other_row(
+    world, worker, admin, monkeypatch
+):
+    form = world.form(pii=1)
+    sheet = world.sheet(form)
+    with world.pipeline.sessions.begin() as session:
+        session.execute(update(SpreadSheet).values(blank_on_delete=True))
+    ids = world.answers(form, 6)
+    emit_answers_submitted(ids)
+    wait_until(lambda: world.ids_in(sheet) == ids)
+    personal = next(q for q in form.columns if q.type is QuestionType.PERSONAL_INFO)
+    kept = {i: cell(world, sheet, i, personal.title) for i in ids}
+    assert all(kept.values())
+    sorted_between = a_person_sorts_before_the_first_write(monkeypatch, world, admin, sheet)
+    emit_answer_deleted(ids[1])
+    wait_until(lambda: ledger(world, ids[1]) == ("DELETED", None), timeout=30)
+    wait_until(lambda: sorted(world.ids_in(sheet)) == sorted(ids), timeout=30)
+    wait_until(lambda: not world.leftover_keys(), timeout=30)
+    assert sorted_between == [ids[::-1]]
+    assert cell(world, sheet, ids[1], personal.title) == ""  # its one row, blanked
+    for other in ids[:1] + ids[2:]:  # every other row as it was
+        assert cell(world, sheet, other, personal.title) == kept[other]
 
 
 def test_an_answer_deleted_before_its_run_is_never_written(world, worker, admin):
