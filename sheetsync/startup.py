@@ -293,6 +293,8 @@ def schema_problem(connection: Connection, url: str) -> str | None:
     """Why the schema behind ``connection`` is not the one this version needs, or None."""
     from alembic.runtime.migration import MigrationContext
 
+    from sheetsync.migrations import compat
+
     current = set(MigrationContext.configure(connection).get_current_heads())
     shown = mask_url(url)
     upgrade = "run `sheetsync db upgrade`"
@@ -303,6 +305,16 @@ def schema_problem(connection: Connection, url: str) -> str | None:
         return None
     names = ", ".join(sorted(current))
     if not current <= known:
+        oldest = compat.accepts(connection)
+        if oldest is not None and oldest in known:  # a rolling upgrade: ours is accepted
+            log.info(
+                "the database is at schema revision %s, newer than this sheetsync's %s; "
+                "it accepts releases from revision %s on",
+                names,
+                ", ".join(sorted(heads)),
+                oldest,
+            )
+            return None
         return (
             f"the database at {shown} is at schema revision {names}, newer than this "
             f"sheetsync knows ({', '.join(sorted(heads))}): upgrade sheetsync"

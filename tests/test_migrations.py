@@ -1,4 +1,5 @@
-"""Migration 0002 on data 0001 allowed: duplicate links merged, dead-letter ids kept."""
+"""Migrations on real databases: 0002 on data 0001 allowed (duplicate links merged,
+dead-letter ids kept), and a newer schema that accepts this release (a rolling upgrade)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from sqlalchemy.engine import make_url
 from support.databases import on_both_databases
 
 from sheetsync import db
+from sheetsync.migrations import compat
+from sheetsync.startup import known_revisions, schema_problem
 
 #: Every test here runs on SQLite and PostgreSQL.
 pytest_generate_tests = on_both_databases
@@ -76,5 +79,28 @@ def test_0002_merges_duplicate_links_and_moves_dead_letter_ids(empty_db_url: str
         # The owner's oldest link stays for S; T keeps its only link.
         assert links == [(2, "S"), (4, "T")]
         assert [row[0] for row in ids] == ["a1", "a2", "a3"]
+    finally:
+        engine.dispose()
+
+
+def test_a_newer_schema_is_taken_only_when_it_accepts_this_release(empty_db_url: str) -> None:
+    """The previous release's start-up check during a rolling upgrade: the database at a
+    revision it does not know passes only if a migration said it accepts its head."""
+    db.upgrade(empty_db_url)
+    [head] = known_revisions()[0]
+    engine = db.make_engine(empty_db_url)
+    try:
+        with engine.begin() as connection:
+            assert schema_problem(connection, empty_db_url) is None
+            assert compat.accepts(connection) is None  # no migration has said yet
+            connection.execute(text("UPDATE alembic_version SET version_num = '0099'"))
+            unknown = schema_problem(connection, empty_db_url)
+            assert unknown is not None and "newer than this sheetsync knows" in unknown
+            compat.set_accepts(connection, head)  # an expand migration: this head works
+            assert compat.accepts(connection) == head
+            assert schema_problem(connection, empty_db_url) is None
+            compat.set_accepts(connection, "0098")  # a contract one after this release
+            refused = schema_problem(connection, empty_db_url)
+            assert refused is not None and "upgrade sheetsync" in refused
     finally:
         engine.dispose()
