@@ -51,7 +51,13 @@ class WorkerProcesses:
         queues: tuple[str, ...] = QUEUES,
         concurrency: int = 1,
         extra_args: tuple[str, ...] = (),
+        source: Path | None = None,
     ) -> list[subprocess.Popen[bytes]]:
+        """Start ``count`` workers; ``source``: a directory holding another version's
+        ``sheetsync`` package, which they run instead of this one."""
+        env = {**os.environ, **self.env}
+        if source is not None:
+            env["PYTHONPATH"] = os.pathsep.join([str(source), env.get("PYTHONPATH", "")])
         started = []
         for _ in range(count):
             n = len(self.procs)
@@ -79,8 +85,8 @@ class WorkerProcesses:
                         *extra_args,
                     ]
                 ),
-                cwd=ROOT,
-                env={**os.environ, **self.env},
+                cwd=source or ROOT,
+                env=env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
