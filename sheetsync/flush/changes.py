@@ -112,7 +112,11 @@ class ChangeWriter:
         store, key = self.access.services.store, self.access.key
         left = store.unchecked(key)
         if left is not None:
-            record(Followed(restored=self._lost_unchecked(left, seen, deletions)))
+            astray = any(len(places.get(i, [])) > 1 for i in updates) or any(
+                places.get(i) for i in deletions
+            )
+            lost = self._lost_unchecked(left, seen, deletions) if astray else []
+            record(Followed(restored=lost))
         if not complete:
             unplaced = [i for i in [*updates, *deletions] if not places.get(i)]
             if unplaced:
@@ -147,8 +151,10 @@ class ChangeWriter:
         self, left: bytes, seen: Counter[str], deletions: Sequence[str]
     ) -> list[str]:
         """A run that died between its changes and their check left the digests of the
-        ids column A held before them: an answer of the sheet whose id was there and is no
-        more (and is not being deleted) lost its row to them, and is appended again."""
+        ids column A held before them; the caller saw a mark of a write gone astray (an
+        edited answer twice, a deleted one still there): an answer of the sheet whose id
+        was there and is no more (and is not being deleted) lost its row to them, and is
+        appended again."""
         before = {left[at : at + DIGEST_BYTES] for at in range(0, len(left), DIGEST_BYTES)}
         gone = before - {_digest(i) for i in [*seen, *deletions]}
         if not gone:
@@ -212,15 +218,18 @@ class ChangeWriter:
         holds this id", and a person who sorted (or inserted or deleted rows) between the
         read and a write made it land on another answer's row. Each changed answer should
         now have one row (an edit, a blanked deletion) or none (a removed deletion); one
-        that has more, or a removed one still there, stays pending and goes again (its
-        next run keeps one row and deletes the others); an answer whose rows all went
-        without being asked is appended again. A row a person deleted by hand in between
-        is appended again too: nothing tells the two apart, and a lost answer is the
-        worse mistake."""
+        that has more, or a removed one still there, is the mark of a write gone astray: it
+        stays pending and goes again (its next run keeps one row and deletes the others),
+        and the answers whose rows went meanwhile are appended again (a person's deletion
+        at that same moment among them: nothing tells the two apart, and a lost answer is
+        the worse mistake). Without such a mark, rows that went were a person's doing."""
         after = self._read_ids(self._tabs_read)
         wanted = {i: int(i in kept_one) for i in [*reasons, *kept_one]}
         again = sorted(i for i, n in wanted.items() if after[i] > n)
-        restored = [i for i, n in seen.items() if i not in reasons and n and not after[i]]
+        vanished = [i for i, n in seen.items() if i not in reasons and n and not after[i]]
+        # A write sent astray leaves a mark: the changed answer's id on the row it hit, or
+        # the deleted row still there. Without one, rows that went were a person's doing.
+        restored = vanished if again else []
         if again or restored:
             log.warning(
                 "flush %s: rows moved during a change: %d changed again, %d appended again",
@@ -230,6 +239,7 @@ class ChangeWriter:
             )
         return Followed(
             updated=[i for i in kept_one if i not in reasons and after[i] == 1],
+            not_found=[i for i in kept_one if i not in reasons and not after[i] and not again],
             deleted={
                 i: reason if after[i] == wanted[i] else DELETED_NO_ROW
                 for i, reason in reasons.items()

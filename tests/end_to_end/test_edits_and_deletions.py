@@ -201,6 +201,35 @@ def test_an_edit_whose_rows_a_person_moved_meanwhile_loses_no_other_row(
     wait_until(lambda: not world.leftover_keys())
 
 
+def test_a_row_a_person_deletes_while_an_edit_is_written_stays_deleted(
+    world, worker, admin, monkeypatch
+):
+    form = world.form()
+    sheet = world.sheet(form)
+    ids = world.answers(form, 6)
+    emit_answers_submitted(ids)
+    wait_until(lambda: world.ids_in(sheet) == ids)
+    send_updates = ChangeWriter._send_updates
+    deleted_between: list[bool] = []
+
+    def a_person_deletes_a_row_first(self, data):
+        if not deleted_between:  # ids[4]'s row, below the edited one: nothing moves onto it
+            admin.delete_rows(sheet.spreadsheet_id, sheet.gid, 5, 6)
+            deleted_between.append(True)
+        return send_updates(self, data)
+
+    monkeypatch.setattr(ChangeWriter, "_send_updates", a_person_deletes_a_row_first)
+    question = text_question(form)
+    edit(world, ids[1], question, "edited while a person deleted a row")
+    emit_answer_updated(ids[1])
+    wait_until(lambda: ledger(world, ids[1]) == ("COMPLETED", None), timeout=30)
+    wait_until(lambda: not world.leftover_keys(), timeout=30)
+    assert deleted_between
+    assert world.ids_in(sheet) == ids[:4] + ids[5:]  # the person's deletion is kept
+    assert cell(world, sheet, ids[1], question.title) == "edited while a person deleted a row"
+    assert ledger(world, ids[4]) == ("COMPLETED", None)
+
+
 def test_a_blanked_deletion_whose_rows_a_person_moved_meanwhile_loses_no_other_row(
     world, worker, admin, monkeypatch
 ):
