@@ -34,17 +34,24 @@ def emulator_admin(emulator_server: EmulatorServer) -> EmulatorAdmin:
 
 @pytest.fixture
 def connect(emulator_server: EmulatorServer, emulator_admin: EmulatorAdmin) -> Connect:
-    """``connect("alice")``: register the account; return its ``service.spreadsheets()``.
+    """``connect("alice")``: register the account; return its ``service.spreadsheets()``
+    (its tokens minted for the OAuth client ``client_id``).
 
     The resource is built once per client: googleapiclient spends ~0.1 s of CPU building
     ``spreadsheets()`` (it renders docstrings for every method), so callers keep it.
     """
 
-    def connect(account_id: str = "owner", *, register: bool = True, timeout: float = 5.0) -> Any:
+    def connect(
+        account_id: str = "owner",
+        *,
+        register: bool = True,
+        timeout: float = 5.0,
+        client_id: str = "x",
+    ) -> Any:
         refresh_token = f"refresh-{account_id}"
         if register:
             emulator_admin.add_account(account_id, refresh_token)
-        creds = credentials(emulator_server, refresh_token)
+        creds = credentials(emulator_server, refresh_token, client_id)
         http = AuthorizedHttp(creds, http=httplib2.Http(timeout=timeout))
         return build_sheets(emulator_server, http).spreadsheets()
 

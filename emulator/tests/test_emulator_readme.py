@@ -34,3 +34,14 @@ def test_the_readmes_clients_write_and_read_the_same_sheet(
     spreadsheet_id = namespace["spreadsheet_id"]
     assert emulator_admin.sheet_values(spreadsheet_id, 0) == [["hello"], ["world"]]
     assert namespace["worksheet"].get_all_values() == [["hello"], ["world"]]
+
+
+def test_the_readmes_cloud_projects_snippet_runs(
+    emulator_server: EmulatorServer, emulator_admin: EmulatorAdmin
+) -> None:
+    code = python_block("### Cloud projects")
+    assert README_URL in code
+
+    exec(code.replace(README_URL, emulator_server.url), {})
+
+    assert emulator_admin.projects() == {"customer.apps.googleusercontent.com": "555000111222"}

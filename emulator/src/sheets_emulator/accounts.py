@@ -28,6 +28,8 @@ class Account:
 class AccessToken:
     account_id: str
     expires_at: float
+    #: The OAuth client it was minted for: its Cloud project's quotas apply.
+    client_id: str = ""
 
 
 class AccountBook:
@@ -67,23 +69,29 @@ class AccountBook:
     def account_for_refresh_token(self, refresh_token: str) -> str | None:
         return self._owner_of_refresh_token.get(refresh_token)
 
-    def refresh(self, refresh_token: str, now: float) -> tuple[str, str]:
-        """Exchange a refresh token for (account id, new access token)."""
+    def refresh(self, refresh_token: str, now: float, client_id: str = "") -> tuple[str, str]:
+        """Exchange a refresh token for (account id, new access token for ``client_id``)."""
         account_id = self._owner_of_refresh_token.get(refresh_token)
         if account_id is None or self.accounts[account_id].revoked:
             raise OAuthError(400, "invalid_grant", "Token has been expired or revoked.")
         self._expire(now)
         access_token = "ya29.emulator-" + secrets.token_urlsafe(24)
-        self._access_tokens[access_token] = AccessToken(account_id, now + ACCESS_TOKEN_LIFETIME_S)
+        self._access_tokens[access_token] = AccessToken(
+            account_id, now + ACCESS_TOKEN_LIFETIME_S, client_id
+        )
         return account_id, access_token
 
     def authenticate(self, authorization: str | None, now: float) -> str:
         """The account of a ``Bearer`` header, or the 401 :class:`ApiError` Google sends."""
+        return self.access_token(authorization, now).account_id
+
+    def access_token(self, authorization: str | None, now: float) -> AccessToken:
+        """The live token of a ``Bearer`` header (its account and client), or the 401."""
         scheme, _, token = (authorization or "").partition(" ")
         access = self._access_tokens.get(token.strip()) if scheme.lower() == "bearer" else None
         if access is None or access.expires_at <= now:
             raise ApiError.unauthenticated()
-        return access.account_id
+        return access
 
     def _expire(self, now: float) -> None:
         expired = [

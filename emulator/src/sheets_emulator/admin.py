@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
@@ -314,9 +315,21 @@ class EmulatorAdmin:
         result: dict[str, Any] = self._call("GET", "/quotas")
         return result
 
+    def set_projects(self, projects: Mapping[str, str | None]) -> dict[str, str]:
+        """Put OAuth clients in Cloud projects, ``{client_id: "project number"}`` (``None``:
+        back in the default project, 123456789012); the others stay. A request counts
+        against the quotas of its token's client's project. Returns :meth:`projects`."""
+        result: dict[str, str] = self._call("PUT", "/projects", dict(projects))
+        return result
+
+    def projects(self) -> dict[str, str]:
+        """Every client put in a project; any other is in the default project."""
+        result: dict[str, str] = self._call("GET", "/projects")
+        return result
+
     def reset(self) -> None:
-        """Forget everything: spreadsheets, accounts, stats, faults; quotas and settings
-        as started."""
+        """Forget everything: spreadsheets, accounts, stats, faults, projects; quotas and
+        settings as started."""
         self._call("POST", "/reset")
 
     def _dimension(

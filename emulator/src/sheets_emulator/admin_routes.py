@@ -1,4 +1,5 @@
-"""The admin API under ``/_emulator/``: accounts, spreadsheets, stats, faults, quotas.
+"""The admin API under ``/_emulator/``: accounts, spreadsheets, stats, faults, quotas,
+projects.
 
 Admin requests need no token and never count toward quotas or stats, and faults do not
 apply to them. Errors use the same ``{"error": {"code", "message", "status"}}`` body as
@@ -196,7 +197,7 @@ async def sheet_view(request: web.Request) -> web.Response:
 async def stats(request: web.Request) -> web.Response:
     state = _state(request)
     snapshot = state.stats.snapshot(state.quotas.limits.window_s)
-    snapshot["quota_usage"] = state.quotas.usage(state.clock())
+    snapshot["quota_usage"] = state.quotas.usage(state.clock(), state.projects.numbers())
     if request.query.get("times") == "1":
         # Every served request's time (seconds, the emulator's clock), for benchmarks.
         served = state.stats.served_times
@@ -253,6 +254,22 @@ async def set_quotas(request: web.Request) -> web.Response:
     return json_response(state.quotas.limits.as_dict())
 
 
+async def get_projects(request: web.Request) -> web.Response:
+    return json_response(_state(request).projects.assignments())
+
+
+async def set_projects(request: web.Request) -> web.Response:
+    """``{"<client id>": "<project number>"}``: put OAuth clients in Cloud projects
+    (``null``: back in the default one); the others stay. Answers every assignment."""
+    body = json_body(await request.read())
+    projects = _state(request).projects
+    try:
+        projects.update(body)
+    except EmulatorConfigError as error:
+        raise ApiError.invalid_argument(str(error)) from error
+    return json_response(projects.assignments())
+
+
 async def get_settings(request: web.Request) -> web.Response:
     return json_response(_state(request).settings())
 
@@ -296,6 +313,8 @@ def add_admin_routes(app: web.Application) -> None:
         web.delete("/faults", clear_faults),
         web.get("/quotas", get_quotas),
         web.put("/quotas", set_quotas),
+        web.get("/projects", get_projects),
+        web.put("/projects", set_projects),
         web.get("/settings", get_settings),
         web.put("/settings", set_settings),
         web.post("/reset", reset_all),

@@ -1,10 +1,11 @@
 """The aiohttp application: the Sheets API, the OAuth token endpoint and the admin API.
 
 A Sheets API request goes through, in order: recognise the call, authenticate the
-bearer token (401), injected faults (error / hang / drop), the quota (429), a ``refuse``
-fault (400), the handler, then a ``garble`` fault (the answer's ``updatedRange``). A
-``drop`` fault lets the request be served (quota and data: a write is committed) and then
-closes the connection instead of answering.
+bearer token (401), injected faults (error / hang / drop), the quota of the Cloud project
+of the token's OAuth client (429), a ``refuse`` fault (400), the handler, then a
+``garble`` fault (the answer's ``updatedRange``). A ``drop`` fault lets the request be
+served (quota and data: a write is committed) and then closes the connection instead of
+answering.
 """
 
 from __future__ import annotations
@@ -47,10 +48,12 @@ async def sheets_api(request: web.Request) -> web.StreamResponse:
     if call is None:
         return error_response(state, ApiError.not_found())
     try:
-        account = state.accounts.authenticate(request.headers.get("Authorization"), state.clock())
+        token = state.accounts.access_token(request.headers.get("Authorization"), state.clock())
     except ApiError as error:
         state.stats.record_request(call.endpoint, call.access, None)
         return error_response(state, error)
+    account = token.account_id
+    project = state.projects.project_of(token.client_id)
     state.stats.record_request(call.endpoint, call.access, account)
     # Read the whole body first: a client that times out during a hang closes the
     # connection, and the request it already sent must still be served after the hang.
@@ -65,13 +68,13 @@ async def sheets_api(request: web.Request) -> web.StreamResponse:
     if fault is not None:
         state.stats.record_fault(fault.action)
         if fault.action == "error":
-            return error_response(state, _fault_error(state, fault, call.access))
+            return error_response(state, _fault_error(state, fault, call.access, project))
         if fault.action == "hang":
             await asyncio.sleep(fault.seconds)
     try:
-        state.quotas.take(account, call.access, arrived)
+        state.quotas.take(account, call.access, arrived, project)
     except QuotaExceededError as error:
-        state.stats.record_rate_limited(account, error.scope)
+        state.stats.record_rate_limited(account, error.scope, project)
         response = error_response(state, error)
     else:
         state.stats.record_served(account, call.access, arrived, call.endpoint)
@@ -115,9 +118,10 @@ def request_too_large(limit: int) -> ApiError:
     return ApiError.google(400, f"Request payload size exceeds the limit: {limit} bytes.")
 
 
-def _fault_error(state: EmulatorState, fault: Fault, access: Access) -> ApiError:
+def _fault_error(state: EmulatorState, fault: Fault, access: Access, project: str) -> ApiError:
     if fault.status == 429:
-        return quota_exceeded(access, "account", state.quotas.limits.limit(access, "account"))
+        limit = state.quotas.limits.limit(access, "account")
+        return quota_exceeded(access, "account", limit, project)
     return ApiError.google(fault.status)
 
 

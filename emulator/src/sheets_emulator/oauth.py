@@ -111,7 +111,7 @@ def _grant(state: EmulatorState, form: dict[str, str]) -> dict[str, Any]:
     refresh_token = form.get("refresh_token", "")
     if not refresh_token:
         raise OAuthError(400, "invalid_request", "Missing required parameter: refresh_token")
-    _, access_token = state.accounts.refresh(refresh_token, state.clock())
+    _, access_token = state.accounts.refresh(refresh_token, state.clock(), form["client_id"])
     return {
         "access_token": access_token,
         "expires_in": ACCESS_TOKEN_LIFETIME_S,
@@ -142,7 +142,7 @@ def _code_grant(state: EmulatorState, form: dict[str, str]) -> dict[str, Any]:
     # from one that is never shown.
     refresh_token = new_refresh_token()
     state.accounts.register(grant.account_id, refresh_token)
-    _, access_token = state.accounts.refresh(refresh_token, now)
+    _, access_token = state.accounts.refresh(refresh_token, now, client_id)
     payload: dict[str, Any] = {
         "access_token": access_token,
         "expires_in": ACCESS_TOKEN_LIFETIME_S,

@@ -1,8 +1,10 @@
-"""Google's per-minute quotas: reads and writes, per account and per project.
+"""Google's per-minute quotas: reads and writes, per project and per account in a project.
 
-Each limit is a sliding window over the times of the requests it let through.
-A request must fit both its account's limit and the project's limit; a rejected
-request is not recorded, so it does not use up the window (as with Google).
+Each Cloud project (:mod:`sheets_emulator.projects`) has its own windows, with the same
+limits. Each limit is a sliding window over the times of the requests it let through.
+A request must fit both its account's limit in its project ("per user per project") and
+its project's limit; a rejected request is not recorded, so it does not use up the
+window (as with Google).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -26,7 +29,7 @@ DEFAULT_READS_PER_PROJECT = 300
 DEFAULT_WRITES_PER_PROJECT = 300
 #: Length of the sliding window in seconds (Google's "per minute").
 DEFAULT_WINDOW_S = 60.0
-#: The project number shown in quota errors (the emulator is one project).
+#: The default project: every OAuth client is in it unless put in another.
 PROJECT_NUMBER = "123456789012"
 SERVICE = "sheets.googleapis.com"
 
@@ -79,38 +82,44 @@ class QuotaExceededError(ApiError):
 
 
 class QuotaBook:
-    """Sliding windows keyed by (account, access) and by access for the project."""
+    """Sliding windows keyed by (project, account, access) and by (project, access)."""
 
     def __init__(self, limits: QuotaLimits) -> None:
         self.limits = limits
-        self._account_windows: dict[tuple[str, Access], deque[float]] = {}
-        self._project_windows: dict[Access, deque[float]] = {"read": deque(), "write": deque()}
+        self._account_windows: dict[tuple[str, str, Access], deque[float]] = {}
+        self._project_windows: dict[tuple[str, Access], deque[float]] = {}
 
-    def take(self, account: str, access: Access, now: float) -> None:
-        """Record one request at ``now``, or raise the 429 :class:`ApiError` Google sends."""
-        account_window = self._account_windows.setdefault((account, access), deque())
-        project_window = self._project_windows[access]
+    def take(self, account: str, access: Access, now: float, project: str = PROJECT_NUMBER) -> None:
+        """Record one request at ``now`` in ``project``, or raise the 429 :class:`ApiError`
+        Google sends."""
+        account_window = self._account_windows.setdefault((project, account, access), deque())
+        project_window = self._project_windows.setdefault((project, access), deque())
         self._expire(account_window, now)
         self._expire(project_window, now)
-        if len(account_window) >= self.limits.limit(access, "account"):
-            raise quota_exceeded(access, "account", self.limits.limit(access, "account"))
-        if len(project_window) >= self.limits.limit(access, "project"):
-            raise quota_exceeded(access, "project", self.limits.limit(access, "project"))
+        account_limit = self.limits.limit(access, "account")
+        if len(account_window) >= account_limit:
+            raise quota_exceeded(access, "account", account_limit, project)
+        project_limit = self.limits.limit(access, "project")
+        if len(project_window) >= project_limit:
+            raise quota_exceeded(access, "project", project_limit, project)
         # In order even when requests finish arriving out of order (``now`` is when each
         # one arrived), so expiry from the left stays exact.
         bisect.insort(account_window, now)
         bisect.insort(project_window, now)
 
-    def usage(self, now: float) -> dict[str, Any]:
-        """Requests in the current window, per project and per account."""
-        for window in self._project_windows.values():
+    def usage(self, now: float, projects: Iterable[str] = ()) -> dict[str, Any]:
+        """Requests in the current windows: ``by_project`` (the default project and
+        ``projects`` even when idle), each ``{"project": {"read", "write"}, "by_account":
+        {account: {"read", "write"}}}``; the default project's two keys also at the top."""
+        by_project = {project: _idle() for project in {PROJECT_NUMBER, *projects}}
+        for (project, access), window in self._project_windows.items():
             self._expire(window, now)
-        by_account: dict[str, dict[str, int]] = {}
-        for (account, access), window in self._account_windows.items():
+            by_project.setdefault(project, _idle())["project"][access] = len(window)
+        for (project, account, access), window in self._account_windows.items():
             self._expire(window, now)
-            by_account.setdefault(account, {"read": 0, "write": 0})[access] = len(window)
-        project = {access: len(window) for access, window in self._project_windows.items()}
-        return {"project": project, "by_account": by_account}
+            accounts = by_project.setdefault(project, _idle())["by_account"]
+            accounts.setdefault(account, {"read": 0, "write": 0})[access] = len(window)
+        return {**by_project[PROJECT_NUMBER], "by_project": dict(sorted(by_project.items()))}
 
     def _expire(self, window: deque[float], now: float) -> None:
         horizon = now - self.limits.window_s
@@ -118,8 +127,14 @@ class QuotaBook:
             window.popleft()
 
 
-def quota_exceeded(access: Access, scope: Scope, limit: int) -> QuotaExceededError:
-    """The 429 RESOURCE_EXHAUSTED body Google returns for this limit."""
+def _idle() -> dict[str, Any]:
+    return {"project": {"read": 0, "write": 0}, "by_account": {}}
+
+
+def quota_exceeded(
+    access: Access, scope: Scope, limit: int, project: str = PROJECT_NUMBER
+) -> QuotaExceededError:
+    """The 429 RESOURCE_EXHAUSTED body Google returns for this limit of ``project``."""
     metric = "Read requests" if access == "read" else "Write requests"
     limit_label = f"{metric} per minute" + (" per user" if scope == "account" else "")
     limit_name = f"{metric.replace(' r', 'R')}PerMinutePer" + (
@@ -127,7 +142,7 @@ def quota_exceeded(access: Access, scope: Scope, limit: int) -> QuotaExceededErr
     )
     message = (
         f"Quota exceeded for quota metric '{metric}' and limit '{limit_label}' of service "
-        f"'{SERVICE}' for consumer 'project_number:{PROJECT_NUMBER}'."
+        f"'{SERVICE}' for consumer 'project_number:{project}'."
     )
     details = [
         {
@@ -139,7 +154,7 @@ def quota_exceeded(access: Access, scope: Scope, limit: int) -> QuotaExceededErr
                 "quota_limit": limit_name,
                 "quota_limit_value": str(limit),
                 "quota_location": "global",
-                "consumer": f"projects/{PROJECT_NUMBER}",
+                "consumer": f"projects/{project}",
                 "service": SERVICE,
             },
         },

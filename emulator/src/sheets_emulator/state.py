@@ -12,6 +12,7 @@ from typing import Any
 from sheets_emulator.accounts import AccountBook
 from sheets_emulator.api_errors import ApiError
 from sheets_emulator.faults import FaultBook
+from sheets_emulator.projects import ProjectBook
 from sheets_emulator.quotas import QuotaBook, QuotaLimits
 from sheets_emulator.sheets import (
     DEFAULT_COLUMN_COUNT,
@@ -30,7 +31,7 @@ DEFAULT_SPREADSHEET_TITLE = "Untitled spreadsheet"
 
 
 class EmulatorState:
-    """Spreadsheets, accounts, quotas, stats and faults of one emulator."""
+    """Spreadsheets, accounts, projects, quotas, stats and faults of one emulator."""
 
     def __init__(
         self, limits: QuotaLimits | None = None, clock: Callable[[], float] = time.monotonic
@@ -40,9 +41,11 @@ class EmulatorState:
         self.reset()
 
     def reset(self) -> None:
-        """Forget everything, and go back to the quotas the emulator started with."""
+        """Forget everything, and go back to the quotas the emulator started with (and
+        every OAuth client in the default project)."""
         self.spreadsheets: dict[str, Spreadsheet] = {}
         self.accounts = AccountBook()
+        self.projects = ProjectBook()
         self.quotas = QuotaBook(self.initial_limits)
         self.stats = Stats()
         self.faults = FaultBook()

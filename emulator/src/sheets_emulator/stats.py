@@ -1,5 +1,6 @@
-"""What the emulator saw: requests by kind and account, 429s, token refreshes, and the
-busiest window of served reads and writes (computed exactly from the recorded times).
+"""What the emulator saw: requests by kind and account, 429s (by account, scope and
+project), token refreshes, and the busiest window of served reads and writes (computed
+exactly from the recorded times).
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from sheets_emulator.quotas import Access
+from sheets_emulator.quotas import PROJECT_NUMBER, Access
 
 
 def max_in_window(times: Sequence[float], window_s: float) -> int:
@@ -40,6 +41,7 @@ class Stats:
         self.unauthenticated = 0
         self.rate_limited: Counter[str] = Counter()
         self.rate_limited_by_scope: Counter[str] = Counter()
+        self.rate_limited_by_project: Counter[str] = Counter()
         self.errors_by_status: Counter[int] = Counter()
         self.faults_fired: Counter[str] = Counter()
         self.token_refreshes = 0
@@ -65,9 +67,10 @@ class Stats:
         self.served_times_by_kind.setdefault(kind, []).append(now)
         self.served_times_by_account.setdefault((account, access), []).append(now)
 
-    def record_rate_limited(self, account: str, scope: str) -> None:
+    def record_rate_limited(self, account: str, scope: str, project: str = PROJECT_NUMBER) -> None:
         self.rate_limited[account] += 1
         self.rate_limited_by_scope[scope] += 1
+        self.rate_limited_by_project[project] += 1
 
     def record_error(self, status: int) -> None:
         self.errors_by_status[status] += 1
@@ -107,6 +110,7 @@ class Stats:
                 "total": sum(self.rate_limited.values()),
                 "by_scope": dict(self.rate_limited_by_scope),
                 "by_account": dict(self.rate_limited),
+                "by_project": dict(self.rate_limited_by_project),
             },
             "errors_by_status": {
                 str(status): n for status, n in sorted(self.errors_by_status.items())

@@ -20,11 +20,11 @@ def build_sheets(server: EmulatorServer, http: Any) -> Any:
     )
 
 
-def credentials(server: EmulatorServer, refresh_token: str) -> Credentials:
+def credentials(server: EmulatorServer, refresh_token: str, client_id: str = "x") -> Credentials:
     return Credentials(
         token=None,
         refresh_token=refresh_token,
         token_uri=server.token_uri,
-        client_id="x",
+        client_id=client_id,
         client_secret="y",
     )
