@@ -1,5 +1,5 @@
 """What the emit's claim costs as the driver's SQL against the statement object it is
-compiled from (sheetsync/ledger.py: ``_claim_by_driver_sql``, ``_claim_by_statement``).
+compiled from (sheetsync/ledger/claim.py: ``_claim_by_driver_sql``, ``_claim_by_statement``).
 
 Usage::
 
@@ -37,15 +37,16 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_rows import DEFAULT_POSTGRES_URL, postgres_scratch  # noqa: E402
 
-from sheetsync import crypto, ledger  # noqa: E402
+from sheetsync import crypto  # noqa: E402
 from sheetsync.db import make_engine, session_factory, upgrade  # noqa: E402
 from sheetsync.dev.seed import answer_items, link_sheet, seed_form  # noqa: E402
+from sheetsync.ledger import claim  # noqa: E402
 from sheetsync.models import SubmissionAnswer  # noqa: E402
 
 Claim = Callable[[Session, Mapping[str, list[Any]]], Iterable[Any]]
 PATHS: dict[str, Claim] = {
-    "driver SQL": ledger._claim_by_driver_sql,
-    "statement": ledger._claim_by_statement,
+    "driver SQL": claim._claim_by_driver_sql,
+    "statement": claim._claim_by_statement,
 }
 
 

@@ -7,6 +7,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from support.databases import BOTH_DATABASES
 
 from sheetsync import ledger
+from sheetsync.ledger import claim
 from sheetsync.models import TransactionType
 
 SHEET = ("spreadsheet", 0)
@@ -153,11 +154,11 @@ def test_the_claims_driver_sql_writes_and_returns_what_the_statement_does(
     ids = [[a] for a in [*answers, other_answer, "no-such-answer"]]
     ids += [answers[:3], [answers[0], other_answer]]
 
-    def run(on, claim, lists):
+    def run(on, claim_by, lists):
         started = utcnow()
         with on.connect() as connection, connection.begin() as transaction:
             session = Session(bind=connection)
-            returned = sorted(tuple(row) for row in claim(session, lists))
+            returned = sorted(tuple(row) for row in claim_by(session, lists))
             tx = SheetTransaction
             left = sorted(
                 (row[0], row[1], row[2], row[3], row[4], row[5] >= started)
@@ -185,8 +186,8 @@ def test_the_claims_driver_sql_writes_and_returns_what_the_statement_does(
                         lists["allowed_link_ids"] = allowed_ids
                     if only_ids is not None:
                         lists["only_link_ids"] = only_ids
-                    reference = run(engine, ledger._claim_by_statement, lists)
-                    driver = run(driver_engine, ledger._claim_by_driver_sql, lists)
+                    reference = run(engine, claim._claim_by_statement, lists)
+                    driver = run(driver_engine, claim._claim_by_driver_sql, lists)
                     assert driver == reference, lists
                     compared += bool(reference[0])
         assert compared > 30  # most inputs write rows: the comparison is not of nothing
@@ -198,9 +199,9 @@ def test_the_claims_driver_sql_writes_and_returns_what_the_statement_does(
     # named parameters (psycopg), and as the statement otherwise (several answers, qmark).
     calls = []
     for name in ("_claim_by_driver_sql", "_claim_by_statement"):
-        real = getattr(ledger, name)
+        real = getattr(claim, name)
         monkeypatch.setattr(
-            ledger,
+            claim,
             name,
             lambda s, lists, real=real, name=name: calls.append(name) or real(s, lists),
         )
