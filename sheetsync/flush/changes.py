@@ -83,8 +83,8 @@ class Followed:
     #: Changes whose rows were not found while a tab of the link was not found either:
     #: they stay pending, with the reason.
     unplaced: dict[str, str] = field(default_factory=dict)
-    #: Answers whose rows a deletion removed by mistake (a person moved rows in between):
-    #: appended again. Ids here and in ``unplaced`` go back into the buffer.
+    #: Answers whose rows a change overwrote or removed by mistake (a person moved rows in
+    #: between): appended again. Ids here and in ``unplaced`` (ROW_MOVED) go back into the buffer.
     restored: list[str] = field(default_factory=list)
 
 

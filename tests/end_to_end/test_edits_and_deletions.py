@@ -133,6 +133,23 @@ def test_a_deletion_removes_the_row_and_only_it(world, worker, admin):
     wait_until(lambda: not world.leftover_keys())
 
 
+def a_person_sorts_before(monkeypatch, world, admin, sheet, sending: str) -> list[list[str]]:
+    """Reverse the rows once, after column A was read and before the change's first
+    request ``sending`` (``_send_updates``: an edit's cells or a blanked deletion's;
+    ``_send_deletions``); returns the ids the sort left."""
+    send = getattr(ChangeWriter, sending)
+    sorted_between: list[list[str]] = []
+
+    def sort_first(self, data):
+        if not sorted_between:
+            admin.sort_rows(sheet.spreadsheet_id, sheet.gid, 0, descending=True)
+            sorted_between.append(world.ids_in(sheet))
+        return send(self, data)
+
+    monkeypatch.setattr(ChangeWriter, sending, sort_first)
+    return sorted_between
+
+
 def test_a_deletion_whose_rows_a_person_moved_meanwhile_loses_no_other_row(
     world, worker, admin, monkeypatch
 ):
@@ -141,16 +158,7 @@ def test_a_deletion_whose_rows_a_person_moved_meanwhile_loses_no_other_row(
     ids = world.answers(form, 6)
     emit_answers_submitted(ids)
     wait_until(lambda: world.ids_in(sheet) == ids)
-    send_deletions = ChangeWriter._send_deletions
-    sorted_between: list[list[str]] = []
-
-    def a_person_sorts_first(self, spans):
-        if not sorted_between:  # a person reverses the rows after column A was read
-            admin.sort_rows(sheet.spreadsheet_id, sheet.gid, 0, descending=True)
-            sorted_between.append(world.ids_in(sheet))
-        return send_deletions(self, spans)
-
-    monkeypatch.setattr(ChangeWriter, "_send_deletions", a_person_sorts_first)
+    sorted_between = a_person_sorts_before(monkeypatch, world, admin, sheet, "_send_deletions")
     emit_answer_deleted(ids[1])
     # The deletion hit the row the sort moved into ids[1]'s place; the check after it
     # sees both: ids[1] deleted again, the other row appended again.
@@ -162,22 +170,6 @@ def test_a_deletion_whose_rows_a_person_moved_meanwhile_loses_no_other_row(
     assert ledger(world, ids[1]) == ("DELETED", None)
 
 
-def a_person_sorts_before_the_first_write(monkeypatch, world, admin, sheet) -> list[list[str]]:
-    """Reverse the rows once, after column A was read and before the first write of a
-    change (an edit's cells, or a blanked deletion's); returns the ids the sort left."""
-    send_updates = ChangeWriter._send_updates
-    sorted_between: list[list[str]] = []
-
-    def sort_first(self, data):
-        if not sorted_between:
-            admin.sort_rows(sheet.spreadsheet_id, sheet.gid, 0, descending=True)
-            sorted_between.append(world.ids_in(sheet))
-        return send_updates(self, data)
-
-    monkeypatch.setattr(ChangeWriter, "_send_updates", sort_first)
-    return sorted_between
-
-
 def test_an_edit_whose_rows_a_person_moved_meanwhile_loses_no_other_row(
     world, worker, admin, monkeypatch
 ):
@@ -186,7 +178,7 @@ def test_an_edit_whose_rows_a_person_moved_meanwhile_loses_no_other_row(
     ids = world.answers(form, 6)
     emit_answers_submitted(ids)
     wait_until(lambda: world.ids_in(sheet) == ids)
-    sorted_between = a_person_sorts_before_the_first_write(monkeypatch, world, admin, sheet)
+    sorted_between = a_person_sorts_before(monkeypatch, world, admin, sheet, "_send_updates")
     question = text_question(form)
     edit(world, ids[1], question, "edited while a person sorted")
     emit_answer_updated(ids[1])
@@ -243,7 +235,7 @@ def test_a_blanked_deletion_whose_rows_a_person_moved_meanwhile_loses_no_other_r
     personal = next(q for q in form.columns if q.type is QuestionType.PERSONAL_INFO)
     kept = {i: cell(world, sheet, i, personal.title) for i in ids}
     assert all(kept.values())
-    sorted_between = a_person_sorts_before_the_first_write(monkeypatch, world, admin, sheet)
+    sorted_between = a_person_sorts_before(monkeypatch, world, admin, sheet, "_send_updates")
     emit_answer_deleted(ids[1])
     wait_until(lambda: ledger(world, ids[1]) == ("DELETED", None), timeout=30)
     wait_until(lambda: sorted(world.ids_in(sheet)) == sorted(ids), timeout=30)
