@@ -326,6 +326,9 @@ class GoogleCredential(Base):
     refresh_token: Mapped[str] = mapped_column(Text)
     #: Space-separated OAuth scopes, as Google returns them.
     scopes: Mapped[str] = mapped_column(Text, default="")
+    #: The OAuth client the owner consented to, by its name in ``GOOGLE_CLIENTS_FILE``
+    #: (its Cloud project's quota paces the owner); NULL: ``GOOGLE_CLIENT_ID``'s.
+    google_client: Mapped[str | None] = mapped_column(String(64), nullable=True)
     status: Mapped[CredentialStatus] = mapped_column(
         _enum(CredentialStatus), default=CredentialStatus.VALID
     )

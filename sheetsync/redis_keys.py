@@ -137,14 +137,31 @@ def is_account_id(text: str) -> bool:
     return _ACCOUNT_ID.fullmatch(text) is not None
 
 
-def rate_account_key(google_account_id: str, kind: RateKind) -> str:
+#: The OAuth client of ``GOOGLE_CLIENT_ID`` (a credential that names none): its quota's
+#: keys are the ones every release before several clients used.
+DEFAULT_GOOGLE_CLIENT = "default"
+
+
+def _rate(kind: RateKind, google_client: str) -> str:
+    """Where one project's windows and queue of ``kind`` live: each OAuth client is a
+    Cloud project of its own, with its own quota."""
+    if google_client == DEFAULT_GOOGLE_CLIENT:
+        return f"{PREFIX}:rate:{kind}"
+    return f"{PREFIX}:rate:{kind}@{check_id(google_client, 'google client')}"
+
+
+def rate_account_key(
+    google_account_id: str, kind: RateKind, google_client: str = DEFAULT_GOOGLE_CLIENT
+) -> str:
     if not is_account_id(google_account_id):
         raise ValidationError("a Google account id with characters a key cannot hold")
-    return f"{PREFIX}:rate:{kind}:account:{google_account_id}"
+    return f"{_rate(kind, google_client)}:account:{google_account_id}"
 
 
-def rate_project_key(kind: RateKind) -> str:
-    return RATE_READ_PROJECT if kind == "read" else RATE_WRITE_PROJECT
+def rate_project_key(kind: RateKind, google_client: str = DEFAULT_GOOGLE_CLIENT) -> str:
+    if google_client == DEFAULT_GOOGLE_CLIENT:
+        return RATE_READ_PROJECT if kind == "read" else RATE_WRITE_PROJECT
+    return f"{_rate(kind, google_client)}:project"
 
 
 class RateQueueKeys(NamedTuple):
@@ -160,8 +177,8 @@ class RateQueueKeys(NamedTuple):
     pace: str
 
 
-def rate_queue_keys(kind: RateKind) -> RateQueueKeys:
-    return RateQueueKeys(*(f"{PREFIX}:rate:{kind}:{part}" for part in RATE_QUEUE_PARTS))
+def rate_queue_keys(kind: RateKind, google_client: str = DEFAULT_GOOGLE_CLIENT) -> RateQueueKeys:
+    return RateQueueKeys(*(f"{_rate(kind, google_client)}:{part}" for part in RATE_QUEUE_PARTS))
 
 
 def alert_once_key(topic: str) -> str:

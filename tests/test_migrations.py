@@ -92,15 +92,16 @@ def test_a_newer_schema_is_taken_only_when_it_accepts_this_release(empty_db_url:
     try:
         with engine.begin() as connection:
             assert schema_problem(connection, empty_db_url) is None
-            assert compat.accepts(connection) is None  # no migration has said yet
+            assert compat.accepts(connection) == "0007"  # 0008 only expands
             connection.execute(text("UPDATE alembic_version SET version_num = '0099'"))
-            unknown = schema_problem(connection, empty_db_url)
-            assert unknown is not None and "newer than this sheetsync knows" in unknown
-            compat.set_accepts(connection, head)  # an expand migration: this head works
-            assert compat.accepts(connection) == head
-            assert schema_problem(connection, empty_db_url) is None
+            assert schema_problem(connection, empty_db_url) is None  # it accepts ours
             compat.set_accepts(connection, "0098")  # a contract one after this release
             refused = schema_problem(connection, empty_db_url)
             assert refused is not None and "upgrade sheetsync" in refused
+            connection.execute(text(f"DROP TABLE {compat.TABLE}"))  # says nothing
+            unknown = schema_problem(connection, empty_db_url)
+            assert unknown is not None and "newer than this sheetsync knows" in unknown
+            compat.set_accepts(connection, head)
+            assert schema_problem(connection, empty_db_url) is None
     finally:
         engine.dispose()

@@ -20,6 +20,7 @@ from support.databases import on_both_databases
 from sheetsync import db
 from sheetsync.dev.seed import seed_answers, seed_form
 from sheetsync.errors import ConfigError
+from sheetsync.migrations import compat
 from sheetsync.models import (
     Base,
     DeadLetter,
@@ -74,7 +75,12 @@ def test_upgrade_twice_changes_nothing(db_url: str) -> None:
 def _autogenerate_diff(engine: Engine, metadata: MetaData) -> list[object]:
     with engine.connect() as connection:
         context = MigrationContext.configure(
-            connection, opts={"compare_type": True, "compare_server_default": True}
+            connection,
+            opts={
+                "compare_type": True,
+                "compare_server_default": True,
+                "include_name": compat.include_name,
+            },
         )
         return list(compare_metadata(context, metadata))
 

@@ -34,6 +34,7 @@ EMPTY_IS_UNSET = {
     "broker_url",
     "google_client_id",
     "google_client_secret",
+    "google_clients_file",
     "alert_webhook_url",
     "link_authorizer",
     "web_token",
@@ -130,3 +131,51 @@ def test_each_specific_rate_setting_sets_its_own_limit_alone(kind: str, scope: s
             limits = settings.rate_limits(other_kind)
             assert getattr(limits, other_scope) == expected, (other_kind, other_scope)
             assert settings.rate_limit(other_kind, other_scope) == expected
+
+
+def test_more_google_clients_come_from_a_file_each_with_its_projects_limits(tmp_path) -> None:
+    path = tmp_path / "clients.json"
+    path.write_text(
+        '{"acme": {"client_id": "a-id", "client_secret": "a-secret",'
+        ' "write_limit_per_project": 900}}'
+    )
+    settings = Settings.load(google_clients_file=str(path), rate_limit_per_project=70)
+    assert settings.google_clients == ("default", "acme")
+    acme = settings.google_client("acme")
+    assert (acme.client_id, acme.client_secret.get_secret_value()) == ("a-id", "a-secret")
+    assert settings.rate_limit("write", "project", "acme") == 900
+    assert settings.rate_limit("read", "project", "acme") == 70  # the general one
+    assert settings.rate_limit("write", "project") == 70  # the default client's
+    assert settings.google_client(None).name == "default"
+    with pytest.raises(ConfigError, match="names the Google client 'other'"):
+        settings.google_client("other")
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        ("not json", "cannot be read as JSON"),
+        ('["acme"]', "must be an object of clients by name"),
+        ('{"Acme!": {}}', "client name 'Acme!' must match"),
+        ('{"default": {}}', "and not be 'default'"),
+        ('{"acme": {"client_id": "x"}}', "needs client_id and client_secret"),
+        (
+            '{"acme": {"client_id": "x", "client_secret": "s", "write_limit_per_project": 0}}',
+            "write_limit_per_project must be an integer >= 1",
+        ),
+        (
+            '{"acme": {"client_id": "x", "client_secret": "s", "secret": "s"}}',
+            "unknown field(s) secret",
+        ),
+    ],
+)
+def test_a_bad_google_clients_file_is_one_line_naming_the_variable(
+    tmp_path, content: str, says: str
+) -> None:
+    path = tmp_path / "clients.json"
+    path.write_text(content)
+    with pytest.raises(ConfigError) as caught:
+        Settings.load(google_clients_file=str(path))
+    message = str(caught.value)
+    assert "SHEETSYNC_GOOGLE_CLIENTS_FILE" in message and says in message, message
+    assert "\n" not in message

@@ -257,6 +257,8 @@ def test_a_database_migrated_by_a_newer_sheetsync(migrated: Path, tmp_path: Path
     engine = create_engine(url)
     with engine.begin() as connection:
         connection.exec_driver_sql("UPDATE alembic_version SET version_num = '0099_future'")
+        # ... that accepts only releases newer than this one
+        connection.exec_driver_sql("UPDATE schema_compat SET accepts = '0098_future'")
     engine.dispose()
     with pytest.raises(ConfigError) as caught:
         check_database(url)

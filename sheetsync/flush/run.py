@@ -104,6 +104,8 @@ class FlushRun:
         #: The credential's ``updated_at`` as this run read it: a reconnect changes it,
         #: and marking the credential INVALID is a compare-and-set on it.
         self.credential_version: datetime | None = None
+        #: The quota of the owner's OAuth client's project (known once the sheet opens).
+        self.limiter = services.limiter
         #: Replays of this sheet's answers that the run's transactions saw in flight.
         self.replays = ReplaysInFlight(key)
 
@@ -116,7 +118,7 @@ class FlushRun:
         """The run ends without waiting for a slot: its buffer keeps no place. Best
         effort: a place nobody comes for is dropped a second after it was due."""
         try:
-            self.services.limiter.leave(self.key.base)
+            self.limiter.leave(self.key.base)
         except redis.RedisError as exc:
             log.info(
                 "flush %s kept its place at the quota: %s", self.lease.token, type(exc).__name__
@@ -201,19 +203,26 @@ class FlushRun:
                 # Written by the web app when the owner connected: a reconnect mends it.
                 raise CredentialError(f"owner {self.key.user_id}'s Google account id is malformed")
             google_account = credential.google_account_id
+            # Its client's Cloud project paces it (a client not configured: ConfigError).
+            self.limiter = self.services.limiter.for_client(credential.google_client)
             refresh_token = crypto.decrypt_refresh_token(
                 credential.refresh_token, user_id=credential.user_id
             )
             owner = session.get(User, self.key.user_id)
             paying = owner is not None and is_priority_plan(owner.plan)
             weight = self.services.settings.rate_priority_weight if paying else FREE_WEIGHT
-        acquire = self.services.limiter.acquirer(
+        acquire = self.limiter.acquirer(
             google_account,
             DEFAULT_SLOT_LEAD_S + DEFAULT_SLOT_SLIP_S,
             waiter=self.key.base,
             weight=weight,
         )
-        client = SheetsClient(refresh_token, settings=self.services.settings, acquire=acquire)
+        client = SheetsClient(
+            refresh_token,
+            settings=self.services.settings,
+            acquire=acquire,
+            google_client=self.limiter.google_client,
+        )
         access = SheetAccess(self.services, self.key, client, self.tally, self._lease)
         return OpenedSheet.open(access, tab, acquire, google_account)
 
@@ -286,7 +295,7 @@ class FlushRun:
         header_pending = not self._header_checked and not (
             self.services.store.sheet_cache(self.key).header_ok
         )
-        wait = self.services.limiter.reserve(
+        wait = self.limiter.reserve(
             sheet.google_account,
             self.key.base,
             weight=sheet.acquire.weight,

@@ -27,6 +27,12 @@ schema_compat = sa.Table(
 )
 
 
+def include_name(name: str | None, kind: str, _parent: object) -> bool:
+    """For autogenerate (``include_name``): every name but this table, which is not the
+    ORM's."""
+    return not (kind == "table" and name == TABLE)
+
+
 def accepts(connection: Connection) -> str | None:
     """The oldest head revision whose release works with this schema, if a migration
     said (None: only this schema's own head)."""

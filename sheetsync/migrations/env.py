@@ -10,7 +10,7 @@ from alembic import context
 from sqlalchemy import Connection
 
 from sheetsync.db import is_postgres, make_engine
-from sheetsync.migrations.compat import TABLE
+from sheetsync.migrations.compat import include_name
 from sheetsync.models import Base
 
 #: Any constant shared by every sheetsync process: two of them starting at once (web
@@ -23,8 +23,7 @@ def run_migrations(connection: Connection) -> None:
         connection=connection,
         target_metadata=Base.metadata,
         compare_type=True,
-        # Not the ORM's (sheetsync.migrations.compat): autogenerate leaves it alone.
-        include_name=lambda name, kind, _parent: not (kind == "table" and name == TABLE),
+        include_name=include_name,  # schema_compat is not the ORM's
         # SQLite cannot ALTER most things in place; batch mode copies the table.
         render_as_batch=connection.dialect.name == "sqlite",
     )

@@ -21,6 +21,7 @@ from sheetsync.settings.fields import (
 from sheetsync.settings.meta import ENV_PREFIX, Process, Readers, Setting, setting_of
 from sheetsync.settings.model import (
     NON_SETTING_VARIABLES,
+    GoogleClient,
     RateLimits,
     Settings,
     get_settings,
@@ -36,6 +37,7 @@ __all__ = [
     "DEFAULT_REQUEST_BYTES_MAX",
     "ENV_PREFIX",
     "NON_SETTING_VARIABLES",
+    "GoogleClient",
     "Process",
     "RateLimits",
     "Readers",

@@ -132,6 +132,13 @@ class Fields(BaseSettings):
     google_client_secret: Annotated[SecretStr | None, Setting(WRITERS)] = None
     """Your OAuth client's secret. With a secret set, both Google URLs must be https
     (unless ``DEVELOPMENT``)."""
+    google_clients_file: Annotated[str | None, Setting(WRITERS)] = None
+    """A JSON file of more OAuth clients, each of its own Google Cloud project and so
+    with its own quota: ``{"NAME": {"client_id": "...", "client_secret": "...",
+    "write_limit_per_project": 300, "read_limit_per_project": 300}}`` (the limits
+    optional: the ``RATE_*_PER_PROJECT`` settings otherwise). An owner whose credential
+    names NAME (``google_credential.google_client``) is refreshed with that client and
+    paced by that project's windows; the others by ``GOOGLE_CLIENT_ID``'s."""
     google_timeout_s: Annotated[float, Setting(WRITERS)] = Field(30.0, gt=0)
     """Seconds before a Sheets HTTP request is abandoned (and counted as transient)."""
 

@@ -11,18 +11,27 @@ from __future__ import annotations
 
 import difflib
 import functools
+import json
 import logging
 import os
+import re
 import types
 import typing
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import SecretStr, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    PrivateAttr,
+    SecretStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic.fields import FieldInfo
 
 from sheetsync.errors import ConfigError
-from sheetsync.redis_keys import RateKind
+from sheetsync.redis_keys import DEFAULT_GOOGLE_CLIENT, RateKind
 from sheetsync.settings import checks
 from sheetsync.settings.fields import Fields
 from sheetsync.settings.meta import ENV_PREFIX, setting_of
@@ -41,6 +50,20 @@ class RateLimits:
     project: int
 
 
+_CLIENT_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}")
+
+
+@dataclass(frozen=True)
+class GoogleClient:
+    """An OAuth client, and its Cloud project's limits (None: the general settings')."""
+
+    name: str
+    client_id: str | None
+    client_secret: SecretStr | None
+    write_limit_per_project: int | None = None
+    read_limit_per_project: int | None = None
+
+
 class Settings(Fields):
     """Everything sheetsync reads from the environment. Immutable once built.
 
@@ -48,6 +71,8 @@ class Settings(Fields):
     :class:`~sheetsync.settings.meta.Setting` says which processes it takes effect in and
     how its value is checked.
     """
+
+    _google_clients: dict[str, GoogleClient] = PrivateAttr(default_factory=dict)
 
     @field_validator("*", mode="before")
     @classmethod
@@ -90,6 +115,13 @@ class Settings(Fields):
         return self
 
     @model_validator(mode="after")
+    def _load_google_clients(self) -> Settings:
+        if self.google_clients_file is not None:
+            clients = _read_google_clients(self.google_clients_file)
+            self._google_clients = {client.name: client for client in clients}
+        return self
+
+    @model_validator(mode="after")
     def _check_delays(self) -> Settings:
         # Celery's Redis transport runs a task twice once its countdown passes the
         # visibility timeout, so every delay sent as a countdown must stay below it.
@@ -121,10 +153,39 @@ class Settings(Fields):
             project=self.rate_limit_per_project if project is None else project,
         )
 
-    def rate_limit(self, kind: RateKind, scope: Literal["account", "project"]) -> int:
-        """Requests of ``kind`` per window, for one account or for the project."""
+    def rate_limit(
+        self,
+        kind: RateKind,
+        scope: Literal["account", "project"],
+        google_client: str = DEFAULT_GOOGLE_CLIENT,
+    ) -> int:
+        """Requests of ``kind`` per window, for one account or for the project of
+        ``google_client``."""
         limits = self.rate_limits(kind)
-        return limits.account if scope == "account" else limits.project
+        if scope == "account":
+            return limits.account
+        client = self.google_client(google_client)
+        own = client.read_limit_per_project if kind == "read" else client.write_limit_per_project
+        return limits.project if own is None else own
+
+    def google_client(self, name: str | None) -> GoogleClient:
+        """The OAuth client a credential names (None: ``GOOGLE_CLIENT_ID``'s)."""
+        if name is None or name == DEFAULT_GOOGLE_CLIENT:
+            return GoogleClient(
+                DEFAULT_GOOGLE_CLIENT, self.google_client_id, self.google_client_secret
+            )
+        client = self._google_clients.get(name)
+        if client is None:
+            raise ConfigError(
+                f"an owner's credential names the Google client {name!r}, which "
+                f"{ENV_PREFIX}GOOGLE_CLIENTS_FILE does not hold"
+            )
+        return client
+
+    @property
+    def google_clients(self) -> tuple[str, ...]:
+        """The names of every OAuth client, the default first."""
+        return (DEFAULT_GOOGLE_CLIENT, *self._google_clients)
 
     @property
     def celery_broker_url(self) -> str:
@@ -225,3 +286,43 @@ def get_settings() -> Settings:
 def reset_settings() -> None:
     """Forget the cached settings (tests and the CLI change the environment)."""
     _load_once.cache_clear()
+
+
+def _read_google_clients(path: str) -> list[GoogleClient]:
+    """The clients of ``GOOGLE_CLIENTS_FILE``; a ValueError naming the variable on any
+    fault (never a secret's text)."""
+    where = f"{ENV_PREFIX}GOOGLE_CLIENTS_FILE ({path})"
+    try:
+        with open(path, encoding="utf-8") as file:
+            data = json.load(file)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{where}: cannot be read as JSON ({type(exc).__name__})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{where}: must be an object of clients by name")
+    clients = []
+    for name, entry in data.items():
+        if not _CLIENT_NAME.fullmatch(name) or name == DEFAULT_GOOGLE_CLIENT:
+            raise ValueError(
+                f"{where}: client name {name[:40]!r} must match [a-z0-9][a-z0-9_-]{{0,31}} "
+                f"and not be {DEFAULT_GOOGLE_CLIENT!r}"
+            )
+        if not isinstance(entry, dict) or not all(
+            isinstance(entry.get(field), str) and entry[field]
+            for field in ("client_id", "client_secret")
+        ):
+            raise ValueError(f"{where}: client {name!r} needs client_id and client_secret")
+        limits = {}
+        for field in ("write_limit_per_project", "read_limit_per_project"):
+            value = entry.get(field)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value < 1
+            ):
+                raise ValueError(f"{where}: client {name!r}: {field} must be an integer >= 1")
+            limits[field] = value
+        unknown = sorted(set(entry) - {"client_id", "client_secret", *limits})
+        if unknown:
+            raise ValueError(f"{where}: client {name!r}: unknown field(s) {', '.join(unknown)}")
+        clients.append(
+            GoogleClient(name, entry["client_id"], SecretStr(entry["client_secret"]), **limits)
+        )
+    return clients

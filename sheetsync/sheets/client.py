@@ -27,7 +27,7 @@ from googleapiclient.discovery import Resource, build
 from sheetsync.errors import ConfigError, CredentialError, PermanentError
 from sheetsync.metrics import events
 from sheetsync.redis_keys import RateKind
-from sheetsync.settings import Settings, get_settings
+from sheetsync.settings import GoogleClient, Settings, get_settings
 from sheetsync.sheets.google_errors import translate_error
 from sheetsync.sheets.transport import SingleShotHttp
 
@@ -126,18 +126,20 @@ class _CredentialCache(threading.local):
     def __init__(self) -> None:
         self._entries: dict[tuple[str, str, str], google_auth_httplib2.AuthorizedHttp] = {}
 
-    def get(self, refresh_token: str, settings: Settings) -> google_auth_httplib2.AuthorizedHttp:
-        key = (refresh_token, settings.google_token_uri, settings.google_client_id or "")
+    def get(
+        self, refresh_token: str, settings: Settings, client: GoogleClient
+    ) -> google_auth_httplib2.AuthorizedHttp:
+        key = (refresh_token, settings.google_token_uri, client.client_id or "")
         authed = self._entries.get(key)
         if authed is None:
             if len(self._entries) > 1000:
                 self._entries.clear()
-            secret = settings.google_client_secret
+            secret = client.client_secret
             credentials = google.oauth2.credentials.Credentials(  # type: ignore[no-untyped-call]
                 token=None,
                 refresh_token=refresh_token,
                 token_uri=settings.google_token_uri,
-                client_id=settings.google_client_id,
+                client_id=client.client_id,
                 client_secret=secret.get_secret_value() if secret else None,
                 scopes=[SHEETS_SCOPE],
             )
@@ -164,7 +166,10 @@ class SheetsClient:
         *,
         settings: Settings | None = None,
         acquire: Acquire = _no_limit,
+        google_client: str | None = None,
     ) -> None:
+        """``google_client``: the OAuth client the owner consented to, by its name in
+        ``GOOGLE_CLIENTS_FILE`` (None: ``GOOGLE_CLIENT_ID``'s)."""
         self.settings = settings or get_settings()
         if not (self.settings.google_client_id and self.settings.google_client_secret):
             raise ConfigError(
@@ -172,7 +177,9 @@ class SheetsClient:
                 "to refresh Google credentials"
             )
         self._refresh_token = refresh_token
-        self._http = _credentials.get(refresh_token, self.settings)
+        self._http = _credentials.get(
+            refresh_token, self.settings, self.settings.google_client(google_client)
+        )
         self._sheets, self._values = _resources(self.settings.google_api_endpoint)
         self._acquire = acquire
         #: A monotonic time no request may outlive (a flush sets it from its lease at

@@ -34,6 +34,7 @@ import redis
 from sheetsync.errors import RateLimited
 from sheetsync.lua.contract import Scripts
 from sheetsync.redis_keys import (
+    DEFAULT_GOOGLE_CLIENT,
     RATE_KINDS,
     RateKind,
     rate_account_key,
@@ -101,12 +102,23 @@ class RateLimiter:
         settings: Settings,
         scripts: Scripts | None = None,
         tuning: QueueTuning = QueueTuning(),
+        google_client: str = DEFAULT_GOOGLE_CLIENT,
     ):
         self.redis = client
         self.settings = settings
         self.tuning = tuning
+        #: The OAuth client whose Cloud project's windows and queues this limiter keeps.
+        self.google_client = google_client
         self._scripts = scripts or Scripts(client)
         self.window_ms = int((settings.rate_window_s + settings.rate_margin_s) * 1000)
+
+    def for_client(self, google_client: str | None) -> RateLimiter:
+        """The limiter of the Cloud project of ``google_client`` (None: the default
+        client's); a ConfigError when no such client is configured."""
+        name = self.settings.google_client(google_client).name
+        if name == self.google_client:
+            return self
+        return RateLimiter(self.redis, self.settings, self._scripts, self.tuning, name)
 
     def take(
         self,
@@ -163,7 +175,10 @@ class RateLimiter:
     def leave(self, waiter: str) -> None:
         """``waiter``'s run ended without waiting for a slot: it keeps no place, and what
         its turns did not use is given back to its account."""
-        read, write = rate_queue_keys("read"), rate_queue_keys("write")
+        read, write = (
+            rate_queue_keys("read", self.google_client),
+            rate_queue_keys("write", self.google_client),
+        )
         self._scripts.run(
             RateLeave(
                 read_queue=read.queue,
@@ -196,11 +211,11 @@ class RateLimiter:
     ) -> Turn:
         """The waiter's turn (a new one of ``cost`` slots if it has none) and whether its
         request may go now: then :meth:`take_at` takes the slot. Takes nothing."""
-        queue = rate_queue_keys(kind)
+        queue = rate_queue_keys(kind, self.google_client)
         return self._scripts.run(
             RateTurn(
-                account_window=rate_account_key(google_account_id, kind),
-                project_window=rate_project_key(kind),
+                account_window=rate_account_key(google_account_id, kind, self.google_client),
+                project_window=rate_project_key(kind, self.google_client),
                 pace=queue.pace,
                 queue=queue.queue,
                 turns=queue.turns,
@@ -211,7 +226,7 @@ class RateLimiter:
                 lines=queue.lines,
                 window_ms=self.window_ms,
                 account_limit=self.settings.rate_limit(kind, "account"),
-                project_limit=self.settings.rate_limit(kind, "project"),
+                project_limit=self.settings.rate_limit(kind, "project", self.google_client),
                 account=google_account_id,
                 weight=weight,
                 waiter=waiter,
@@ -226,17 +241,17 @@ class RateLimiter:
     def take_at(self, google_account_id: str, kind: RateKind, waiter: str, at_ms: int) -> Slot:
         """The slot at ``at_ms``, and, if taken, one slot of the waiter's turn used (one
         round trip: rate_served.lua finds whether the take took it)."""
-        queue, member = rate_queue_keys(kind), uuid.uuid4().hex
-        account_window = rate_account_key(google_account_id, kind)
+        queue, member = rate_queue_keys(kind, self.google_client), uuid.uuid4().hex
+        account_window = rate_account_key(google_account_id, kind, self.google_client)
         replies = self._scripts.run_many(
             [
                 RateTake(
                     account_window=account_window,
-                    project_window=rate_project_key(kind),
+                    project_window=rate_project_key(kind, self.google_client),
                     pace=queue.pace,
                     window_ms=self.window_ms,
                     account_limit=self.settings.rate_limit(kind, "account"),
-                    project_limit=self.settings.rate_limit(kind, "project"),
+                    project_limit=self.settings.rate_limit(kind, "project", self.google_client),
                     member=member,
                     at=at_ms,
                 ),
@@ -270,9 +285,10 @@ class RateLimiter:
         """Requests of ``kind`` in the current window (the project's when no account is
         given)."""
         if google_account_id is None:
-            key, limit = rate_project_key(kind), self.settings.rate_limit(kind, "project")
+            key = rate_project_key(kind, self.google_client)
+            limit = self.settings.rate_limit(kind, "project", self.google_client)
         else:
-            key = rate_account_key(google_account_id, kind)
+            key = rate_account_key(google_account_id, kind, self.google_client)
             limit = self.settings.rate_limit(kind, "account")
         used = int(self.redis.zcount(key, f"({self._now_ms() - self.window_ms}", "+inf"))
         return WindowUse(used=used, limit=limit)
@@ -283,7 +299,7 @@ class RateLimiter:
         found: dict[str, Place] = {}
         now_ms = self._now_ms()
         for kind in RATE_KINDS:
-            keys = rate_queue_keys(kind)
+            keys = rate_queue_keys(kind, self.google_client)
             pipe = self.redis.pipeline(transaction=False)
             pipe.zrange(keys.queue, 0, -1)
             pipe.zrange(keys.parked, 0, -1)
@@ -301,7 +317,7 @@ class RateLimiter:
         window is full)."""
         pipe = self.redis.pipeline(transaction=False)
         for kind in RATE_KINDS:
-            keys = rate_queue_keys(kind)
+            keys = rate_queue_keys(kind, self.google_client)
             pipe.zcard(keys.queue)
             pipe.zcard(keys.parked)
         counts = [int(n) for n in pipe.execute()]
