@@ -14,6 +14,7 @@ import typer
 
 from sheetsync.cli.output import counted, heading, hint, out, print_json, table
 from sheetsync.cli.runtime import open_services
+from sheetsync.redis_keys import DEFAULT_GOOGLE_CLIENT
 from sheetsync.text import duration, mask_url
 
 #: Buffers listed unless told otherwise (the oldest first: they matter most).
@@ -219,6 +220,11 @@ def _render_limiter(limiter: dict[str, Any]) -> None:
     project, reads = limiter["project"], limiter["project_reads"]
     grid.add_row("project writes", str(project["used"]), str(project["limit"]))
     grid.add_row("project reads", str(reads["used"]), str(reads["limit"]))
+    for name, use in limiter["projects"].items():  # the other OAuth clients' projects
+        if name != DEFAULT_GOOGLE_CLIENT:
+            for kind in ("write", "read"):
+                window = use[kind]
+                grid.add_row(f"project {name} {kind}s", str(window["used"]), str(window["limit"]))
     # Idle accounts stay out of the table (a busy service has thousands); --json has all.
     busy = [item for item in limiter["accounts"] if item["used"] or item["reads"]]
     for item in sorted(busy, key=lambda item: (-item["used"], -item["reads"])):

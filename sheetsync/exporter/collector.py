@@ -153,6 +153,14 @@ def _limiter_metrics(limiter: dict[str, Any]) -> Iterator[Metric]:
     project = limiter["project"]
     yield gauge(n.LIMITER_PROJECT_USED, project["used"])
     yield gauge(n.LIMITER_PROJECT_LIMIT, project["limit"])
+    in_window = labelled(n.LIMITER_CLIENT_PROJECT_USED)
+    limits = labelled(n.LIMITER_CLIENT_PROJECT_LIMIT)
+    for client, use in sorted(limiter["projects"].items()):
+        for kind in ("write", "read"):
+            in_window.add_metric([client, kind], use[kind]["used"])
+            limits.add_metric([client, kind], use[kind]["limit"])
+    yield in_window
+    yield limits
     accounts = limiter["accounts"]
     bands = {"idle": 0, **{band: 0 for band, _ in USE_BANDS}, "full": 0}
     for account in accounts:

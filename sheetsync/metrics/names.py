@@ -39,6 +39,8 @@ DEAD_LETTERS = "sheetsync_dead_letters"
 DEAD_LETTERS_DUE = "sheetsync_dead_letters_due"
 LIMITER_PROJECT_USED = "sheetsync_limiter_project_used"
 LIMITER_PROJECT_LIMIT = "sheetsync_limiter_project_limit"
+LIMITER_CLIENT_PROJECT_USED = "sheetsync_limiter_client_project_used"
+LIMITER_CLIENT_PROJECT_LIMIT = "sheetsync_limiter_client_project_limit"
 LIMITER_ACCOUNT_USED_MAX = "sheetsync_limiter_account_used_max"
 LIMITER_ACCOUNT_LIMIT = "sheetsync_limiter_account_limit"
 LIMITER_ACCOUNTS = "sheetsync_limiter_accounts"
@@ -136,6 +138,20 @@ DEFINITIONS = (
         "Write requests (appends, header writes) in the project's rate window.",
     ),
     Definition(LIMITER_PROJECT_LIMIT, "gauge", "database", "The project's write limit per window."),
+    Definition(
+        LIMITER_CLIENT_PROJECT_USED,
+        "gauge",
+        "database",
+        "Requests in the rate window of each OAuth client's Cloud project, by kind.",
+        ("client", "kind"),
+    ),
+    Definition(
+        LIMITER_CLIENT_PROJECT_LIMIT,
+        "gauge",
+        "database",
+        "Each OAuth client's Cloud project's limit per window, by kind.",
+        ("client", "kind"),
+    ),
     Definition(
         LIMITER_ACCOUNT_USED_MAX,
         "gauge",

@@ -25,7 +25,7 @@ from sheetsync.models import (
 from sheetsync.ops import heartbeats
 from sheetsync.redis_keys import BUFFER_INDEX, BufferKey, RateKind, is_account_id, rate_account_key
 from sheetsync.services import Services
-from sheetsync.sheets.limiter import Place
+from sheetsync.sheets.limiter import Place, RateLimiter
 
 #: Commands per Redis pipeline round trip.
 PIPELINE_CHUNK = 1000
@@ -232,6 +232,20 @@ def collect_credentials(services: Services) -> dict[str, int]:
     return counts
 
 
+def _projects(limiter: RateLimiter) -> dict[str, dict[str, Any]]:
+    """Each OAuth client's Cloud project: its write and read windows, and its queue."""
+    projects: dict[str, dict[str, Any]] = {}
+    for name in limiter.settings.google_clients:
+        of = limiter.for_client(name)
+        write, read = of.usage(kind="write"), of.usage(kind="read")
+        projects[name] = {
+            "write": {"used": write.used, "limit": write.limit},
+            "read": {"used": read.used, "limit": read.limit},
+            "waiting": of.waiting(),
+        }
+    return projects
+
+
 def collect_limiter(services: Services) -> dict[str, Any]:
     """The limiter's windows: writes (what appends wait for) under ``project`` and
     ``accounts[].used``, reads beside them (Google counts the two apart)."""
@@ -253,6 +267,7 @@ def collect_limiter(services: Services) -> dict[str, Any]:
         "project": {"used": project.used, "limit": project.limit},
         "project_reads": {"used": project_reads.used, "limit": project_reads.limit},
         "waiting": limiter.waiting(),
+        "projects": _projects(limiter),
         "accounts": [
             {
                 "account": account,

@@ -18,6 +18,7 @@ from sheetsync.deadletters import queries
 from sheetsync.downgrades import downgrades
 from sheetsync.models import DeadLetterReason, DeadLetterStatus
 from sheetsync.ops import status as status_data
+from sheetsync.redis_keys import DEFAULT_GOOGLE_CLIENT
 from sheetsync.web import charts, data, labels
 from sheetsync.web.console import Console, dead_letter_filter
 from sheetsync.web.history import HISTORY_S, Gap
@@ -68,6 +69,11 @@ def overview(request: Request) -> Response:
     if limiter:
         project = limiter["project"]
         meters.append(charts.meter("project", project["used"], project["limit"]))
+        meters += [  # the other OAuth clients' projects, each with its own quota
+            charts.meter(f"project {name}", use["write"]["used"], use["write"]["limit"])
+            for name, use in limiter["projects"].items()
+            if name != DEFAULT_GOOGLE_CLIENT
+        ]
         busiest = [item for item in limiter["accounts"] if item["used"]]
         busiest.sort(key=lambda item: -item["used"])
         owners = (

@@ -17,6 +17,7 @@ from support.world import World
 
 from sheetsync import emit_answers_submitted
 from sheetsync.models import GoogleCredential
+from sheetsync.ops.status import collect_limiter
 from sheetsync.services import get_services
 
 WINDOW_S = 2.0
@@ -73,12 +74,17 @@ def test_two_projects_each_fill_their_own_window_at_once_without_a_429(
     workers.start(2, concurrency=3)  # type: ignore[attr-defined]
 
     both_full: list[float] = []
+    full_in_status: list[bool] = []
 
     def drained() -> bool:
         # As the emulator counts them: each project's writes in its current window.
         use = world.admin.stats()["quota_usage"]["by_project"]
         if all(use.get(p, {}).get("project", {}).get("write") == PER_PROJECT for p in projects):
             both_full.append(time.monotonic())
+            if not full_in_status:  # what `sheetsync status` and the console read
+                shown = collect_limiter(get_services())["projects"]
+                if all(w["write"]["used"] == PER_PROJECT for w in shown.values()):
+                    full_in_status.append(True)
         return world.ledger_counts() == {"COMPLETED": 2 * SHEETS * PER_SHEET}
 
     projects = (DEFAULT_PROJECT, OTHER_PROJECT)
@@ -89,8 +95,15 @@ def test_two_projects_each_fill_their_own_window_at_once_without_a_429(
     stats = world.admin.stats()
     assert stats["rate_limited"]["total"] == 0, stats["rate_limited"]
     assert both_full, "the two projects' windows were never full at the same moment"
-    # sheetsync kept a window per project, each with its own limit.
+    # sheetsync kept a window per project, each with its own limit, and shows each.
     home = get_services().limiter
     other = home.for_client(OTHER)
     assert (home.google_client, other.google_client) == ("default", OTHER)
     assert other.usage().limit == home.usage().limit == PER_PROJECT
+    shown = collect_limiter(get_services())["projects"]
+    assert set(shown) == {"default", OTHER}
+    assert {name: use["write"]["limit"] for name, use in shown.items()} == {
+        "default": PER_PROJECT,
+        OTHER: PER_PROJECT,
+    }
+    assert full_in_status, "status never showed both projects' windows full"
