@@ -17,6 +17,10 @@ The same code runs against Google and the emulator; only the environment differs
 
     SHEETSYNC_GOOGLE_CLIENT_ID       your OAuth client, and its secret:
     SHEETSYNC_GOOGLE_CLIENT_SECRET   the same settings the workers refresh tokens with
+    SHEETSYNC_GOOGLE_CLIENTS_FILE    optional: more clients, each of its own Cloud project
+    OAUTH_CLIENT_BY_USER             optional: {"user id": "client name"}, which owner
+                                     consents to which of them (your accounts table's
+                                     column, in your app)
     SHEETSYNC_GOOGLE_TOKEN_URI       unset: Google's (the emulator's /token in development)
     GOOGLE_AUTH_URI                  unset: Google's (the emulator's /o/oauth2/v2/auth)
     OAUTH_REDIRECT_URI               the callback's URL, as registered for the client
@@ -28,6 +32,7 @@ The same code runs against Google and the emulator; only the environment differs
 from __future__ import annotations
 
 import hmac
+import json
 import logging
 import os
 import secrets
@@ -45,7 +50,8 @@ import sheetsync
 from sheetsync import crypto, db
 from sheetsync.errors import ConfigError, SheetSyncError
 from sheetsync.models import CredentialStatus, GoogleCredential
-from sheetsync.settings import Settings, get_settings
+from sheetsync.redis_keys import DEFAULT_GOOGLE_CLIENT
+from sheetsync.settings import GoogleClient, Settings, get_settings
 
 #: Google's authorization endpoint; GOOGLE_AUTH_URI replaces it (the emulator's).
 GOOGLE_AUTH_URI = "https://accounts.google.com/o/oauth2/v2/auth"
@@ -75,14 +81,17 @@ def create_app() -> Flask:
 
     @app.get("/connect")
     def connect() -> ResponseReturnValue:
-        if signed_in_user() is None:
+        user_id = signed_in_user()
+        if user_id is None:
             return "Sign in first.", 401
+        client = settings.google_client(client_for(user_id))
         state = secrets.token_urlsafe(32)
         session["oauth_state"] = state  # bound to this browser's session, checked on return
+        session["oauth_client"] = client.name  # the code is spent with the same client
         query = urlencode(
             {
                 "response_type": "code",
-                "client_id": settings.google_client_id,
+                "client_id": client.client_id,
                 "redirect_uri": redirect_uri(),
                 "scope": SCOPES,
                 "access_type": "offline",  # a refresh token, for the workers
@@ -96,6 +105,7 @@ def create_app() -> Flask:
     def oauth_callback() -> ResponseReturnValue:
         user_id = signed_in_user()
         expected = session.pop("oauth_state", None)
+        client = settings.google_client(session.pop("oauth_client", None))
         if user_id is None:
             return "Sign in first.", 401
         returned = request.args.get("state", "").encode()
@@ -104,8 +114,8 @@ def create_app() -> Flask:
         if "error" in request.args:  # access_denied: the owner said no
             return "Google was not connected: your sheets get no answers until you allow it.", 400
         try:
-            tokens = exchange(settings, request.args.get("code", ""))
-            account_id = google_account_id(tokens.get("id_token", ""), settings)
+            tokens = exchange(settings, client, request.args.get("code", ""))
+            account_id = google_account_id(tokens.get("id_token", ""), client)
         except GoogleRefused as refused:
             log.warning("Google connection of user %s failed: %s", user_id, refused)
             return "Google did not connect your account; please try again.", 502
@@ -118,7 +128,7 @@ def create_app() -> Flask:
         refresh_token = tokens.get("refresh_token")
         if not refresh_token:  # only without prompt=consent, for an account that consented before
             return "Google sent no refresh token; please connect again.", 502
-        store_credential(user_id, account_id, refresh_token, tokens["scope"])
+        store_credential(user_id, account_id, refresh_token, tokens["scope"], client.name)
         try:
             # Marks it VALID (already done above) and makes the owner's dead letters due
             # now: beat replays them at its next pass. Its own transaction, after ours.
@@ -142,6 +152,15 @@ def signed_in_user() -> str | None:
     return user_id if isinstance(user_id, str) else None
 
 
+def client_for(user_id: str) -> str | None:
+    """The OAuth client this owner consents to, by its name in
+    ``SHEETSYNC_GOOGLE_CLIENTS_FILE`` (an enterprise owner's own Cloud project, or one
+    of several you spread owners over); None: ``SHEETSYNC_GOOGLE_CLIENT_ID``'s. Yours to
+    decide, from your accounts table; here, from ``OAUTH_CLIENT_BY_USER``."""
+    chosen = json.loads(os.environ.get("OAUTH_CLIENT_BY_USER") or "{}").get(user_id)
+    return chosen if isinstance(chosen, str) else None
+
+
 def redirect_uri() -> str:
     """The callback's URL, exactly as registered for the OAuth client, in the consent
     request and again in the code's exchange."""
@@ -152,17 +171,17 @@ class GoogleRefused(Exception):  # noqa: N818 (reads as what happened)
     """The token endpoint refused the code, did not answer, or sent an unusable ID token."""
 
 
-def exchange(settings: Settings, code: str) -> dict[str, Any]:
+def exchange(settings: Settings, client: GoogleClient, code: str) -> dict[str, Any]:
     """The code for tokens: a POST to the token endpoint, authenticated with the client's
     secret. Only Google's error code is kept (never the code or a token)."""
-    secret = settings.google_client_secret
+    secret = client.client_secret
     try:
         response = requests.post(
             settings.google_token_uri,
             data={
                 "grant_type": "authorization_code",
                 "code": code,
-                "client_id": settings.google_client_id,
+                "client_id": client.client_id,
                 "client_secret": secret.get_secret_value() if secret else "",
                 "redirect_uri": redirect_uri(),
             },
@@ -181,7 +200,7 @@ def exchange(settings: Settings, code: str) -> dict[str, Any]:
     return body
 
 
-def google_account_id(id_token: str, settings: Settings) -> str:
+def google_account_id(id_token: str, client: GoogleClient) -> str:
     """The ID token's ``sub``: the owner's Google account, stable and never reused.
 
     The token comes straight from the token endpoint, over HTTPS (sheetsync's settings
@@ -194,7 +213,7 @@ def google_account_id(id_token: str, settings: Settings) -> str:
         claims: dict[str, Any] = jwt.decode(id_token, verify=False)  # type: ignore[no-untyped-call]
     except ValueError:  # google-auth's MalformedError: not a JWT
         raise GoogleRefused("no usable ID token (is the openid scope asked for?)") from None
-    if claims.get("iss") not in GOOGLE_ISSUERS or claims.get("aud") != settings.google_client_id:
+    if claims.get("iss") not in GOOGLE_ISSUERS or claims.get("aud") != client.client_id:
         raise GoogleRefused("an ID token for another issuer or client")
     expires = claims.get("exp")
     if not isinstance(expires, int | float) or expires <= time.time():
@@ -205,13 +224,17 @@ def google_account_id(id_token: str, settings: Settings) -> str:
     return subject
 
 
-def store_credential(user_id: str, account_id: str, refresh_token: str, scopes: str) -> None:
-    """Insert or update the owner's credential, the refresh token encrypted for them.
+def store_credential(
+    user_id: str, account_id: str, refresh_token: str, scopes: str, client_name: str
+) -> None:
+    """Insert or update the owner's credential, the refresh token encrypted for them,
+    with the client it was issued to (NULL for the default one).
 
     VALID in the same transaction: if this process stops before ``credential_reconnected``,
     the new token is still used (the dead letters then wait for their own retry time).
     """
     sealed = crypto.encrypt_refresh_token(refresh_token, user_id=user_id)
+    google_client = None if client_name == DEFAULT_GOOGLE_CLIENT else client_name
     with db.get_sessionmaker().begin() as db_session:
         credential = db_session.get(GoogleCredential, user_id)
         if credential is None:
@@ -222,6 +245,7 @@ def store_credential(user_id: str, account_id: str, refresh_token: str, scopes: 
                     refresh_token=sealed,
                     scopes=scopes,
                     status=CredentialStatus.VALID,
+                    google_client=google_client,
                 )
             )
             return
@@ -230,4 +254,5 @@ def store_credential(user_id: str, account_id: str, refresh_token: str, scopes: 
         credential.google_account_id = account_id
         credential.refresh_token = sealed
         credential.scopes = scopes
+        credential.google_client = google_client
         credential.status = CredentialStatus.VALID

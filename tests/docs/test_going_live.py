@@ -12,9 +12,11 @@ reach their sheet once they reconnect.
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 from collections.abc import Callable
 from datetime import timedelta
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -164,6 +166,50 @@ def test_an_owner_connects_google_and_the_workers_can_write_with_it(
     sheets = SheetsClient(refresh_token, settings=Settings.load())
     created = sheets.create_spreadsheet("Sign-ups", ["Answers"])
     assert admin.spreadsheet(created["spreadsheetId"])["owner"] == "google-sub-0042"
+
+
+def test_an_owner_consents_to_the_client_the_app_chose_and_it_is_stored(
+    example: ModuleType,
+    pipeline_env: Callable[..., dict[str, str]],
+    pipeline: Services,
+    admin: EmulatorAdmin,
+    emulator: EmulatorServer,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    """Several Google projects: an enterprise owner consents to its own OAuth client,
+    whose name the credential keeps; the workers refresh it with that client."""
+    clients = tmp_path / "google-clients.json"
+    clients.write_text(json.dumps({"acme": {"client_id": "acme-id", "client_secret": "s"}}))
+    pipeline_env(google_clients_file=clients)
+    monkeypatch.setenv("OAUTH_CLIENT_BY_USER", json.dumps({"owner_acme": "acme"}))
+    monkeypatch.setenv("GOOGLE_AUTH_URI", f"{emulator.url}/o/oauth2/v2/auth")
+    monkeypatch.setenv("OAUTH_REDIRECT_URI", REDIRECT_URI)
+    monkeypatch.setenv("FLASK_SECRET_KEY", "docs-test-secret")
+    app = example.create_app()
+    for user in ("owner_acme", "owner_plain"):
+        add_user(pipeline, user)
+    acme, plain = signed_in(app, "owner_acme"), signed_in(app, "owner_plain")
+
+    location = to_google(acme)
+    assert parse_qs(urlsplit(location).query)["client_id"] == ["acme-id"]
+    assert callback(acme, consent(location, "google-acme")).status_code == 200
+    assert connect(plain, "google-plain").status_code == 200
+    stored = {user: credential_of(pipeline, user) for user in ("owner_acme", "owner_plain")}
+    assert {user: c.google_client for user, c in stored.items() if c} == {
+        "owner_acme": "acme",
+        "owner_plain": None,
+    }
+    # The worker's refresh goes with the client the token was issued to: the emulator
+    # counts its requests in that client's project.
+    admin.set_projects({"acme-id": "333333333333"})
+    credential = stored["owner_acme"]
+    assert credential is not None
+    token = crypto.decrypt_refresh_token(credential.refresh_token, user_id="owner_acme")
+    sheets = SheetsClient(token, settings=Settings.load(), google_client="acme")
+    sheets.create_spreadsheet("Enterprise", ["Answers"])
+    usage = admin.stats()["quota_usage"]["by_project"]
+    assert usage["333333333333"]["project"]["write"] == 1
 
 
 def test_a_state_that_is_not_this_sessions_is_refused(
