@@ -18,6 +18,10 @@ The formula, every figure on Redis's clock::
 - ``project_free``: the project's write slots free in its window now (its limit less the
   writes of the last window, a minute); ``free_a``: account ``a``'s.
 
+With several OAuth clients (``GOOGLE_CLIENTS_FILE``) each project feeds its own: the
+``min`` with ``project_free`` is taken per project over its accounts' due buffers, and the
+unknown ones, which may be any project's, share what all of them have free.
+
 A due buffer the quota has no slot for would only be told to come back: it is not
 demand. Each flush needs one write at least, so the quota caps the due buffers at the
 slots free; a running one already holds its process and counts whatever the quota says.
@@ -29,7 +33,7 @@ waiting for later (debounce, backoff, a turn told to come back) are not demand y
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -37,6 +41,7 @@ from sheetsync.errors import ValidationError
 from sheetsync.lua.contract import Arg, Each, Key, Script, Scripts, as_text
 from sheetsync.redis_keys import (
     BUFFER_INDEX,
+    DEFAULT_GOOGLE_CLIENT,
     BufferKey,
     is_account_id,
     rate_account_key,
@@ -59,6 +64,8 @@ class BufferState:
     queue: str
     #: The Google account its run holds a write turn as (None: no turn).
     account: str | None = None
+    #: The OAuth client (Cloud project) of that turn's queue.
+    project: str = DEFAULT_GOOGLE_CLIENT
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,25 +158,34 @@ class Snapshot:
 
     buffers: tuple[BufferState, ...]
     buffers_total: int
-    quota: QuotaNow
-    account_free: dict[str, int] = field(default_factory=dict)
+    #: Each OAuth client's project: its quota now, and its accounts' write slots free.
+    quota: dict[str, QuotaNow]
+    account_free: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def demand(self, queue: str | None = None) -> Demand:
         mine = [item for item in self.buffers if queue is None or item.queue == queue]
         states = Counter(item.state for item in mine)
         due = [item for item in mine if item.state == "due"]
-        by_account = Counter(item.account for item in due if item.account is not None)
-        feedable = sum(min(n, self.account_free.get(a, 0)) for a, n in by_account.items())
+        by_account = Counter(
+            (item.project, item.account) for item in due if item.account is not None
+        )
+        fed: Counter[str] = Counter()
+        for (project, account), n in by_account.items():
+            fed[project] += min(n, self.account_free.get((project, account), 0))
+        project_free = sum(quota.project_free for quota in self.quota.values())
+        # Each project feeds its own; a due buffer whose project Redis does not know yet
+        # may be any project's, so the unknown ones share what all of them have free.
+        feedable = sum(min(n, self.quota[p].project_free) for p, n in fed.items())
         feedable += sum(1 for item in due if item.account is None)
-        feedable = min(feedable, self.quota.project_free)
+        feedable = min(feedable, project_free)
         return Demand(
             worker_processes=max(0, states["running"] + feedable),
             buffers_due=states["due"],
             buffers_running=states["running"],
             buffers_waiting=states["waiting"],
             ids_waiting=sum(item.ids for item in mine),
-            quota_waiting_runs=self.quota.waiting_runs,
-            write_slots_project=self.quota.project_free,
+            quota_waiting_runs=sum(quota.waiting_runs for quota in self.quota.values()),
+            write_slots_project=project_free,
             write_slots_accounts=sum(self.account_free.values()),
             buffers_counted=len(self.buffers),
             buffers_total=self.buffers_total,
@@ -178,51 +194,69 @@ class Snapshot:
 
 
 def read(services: Services, limit: int) -> Snapshot:
-    """Up to ``limit`` buffers of the index (oldest first) and the quota, in two round
-    trips: the index and the write turns, then the read-only script (a call per chunk)."""
+    """Up to ``limit`` buffers of the index (oldest first) and the quota of every OAuth
+    client's project, in two round trips: the index and the write turns, then the
+    read-only script (a call per project for its quota, a call per chunk of buffers)."""
     client, settings = services.redis, services.settings
-    writes = rate_queue_keys("write")
+    projects = settings.google_clients
     pipe = client.pipeline(transaction=False)
     pipe.zrange(BUFFER_INDEX, 0, limit - 1)
     pipe.zcard(BUFFER_INDEX)
-    pipe.hgetall(writes.turns)
-    members, total, turns = pipe.execute()
+    for project in projects:
+        pipe.hgetall(rate_queue_keys("write", project).turns)
+    members, total, *turns_of = pipe.execute()
     keys = list(_parsed(members))
     # A turn is "<account> <start> <slot> <rank> <cost> <left>" (sheets/lua/rate_turn.lua).
-    account_of = {as_text(name): as_text(turn).partition(" ")[0] for name, turn in turns.items()}
-    accounts = sorted({account for account in account_of.values() if is_account_id(account)})
-    reads = rate_queue_keys("read")
-    windows = [AccountWindow(window=rate_account_key(a, "write")) for a in accounts]
-    chunks = [keys[at : at + CHUNK] for at in range(0, len(keys), CHUNK)] or [[]]
-    # The quota is read once, with the first chunk; every call reads its buffers.
-    calls = [
-        ReadDemand(
-            project_window=rate_project_key("write"),
-            write_queue=writes.queue,
-            write_parked=writes.parked,
-            read_queue=reads.queue,
-            read_parked=reads.parked,
-            window_ms=services.limiter.window_ms,
-            project_limit=settings.rate_limit("write", "project"),
-            account_limit=settings.rate_limit("write", "account"),
-            account_count=0 if n else len(windows),
-            accounts=[] if n else windows,
-            buffers=[BufferKeys(buffer=key.buf, job=key.job) for key in chunk],
-        )
-        for n, chunk in enumerate(chunks)
+    turn_of: dict[str, tuple[str, str]] = {}
+    accounts: dict[str, list[str]] = {}
+    for project, turns in zip(projects, turns_of, strict=True):
+        found = {as_text(name): as_text(turn).partition(" ")[0] for name, turn in turns.items()}
+        turn_of.update({name: (project, account) for name, account in found.items()})
+        accounts[project] = sorted({a for a in found.values() if is_account_id(a)})
+    calls = [_quota_call(services, project, accounts[project]) for project in projects]
+    chunks = [keys[at : at + CHUNK] for at in range(0, len(keys), CHUNK)]
+    calls += [
+        _quota_call(services, DEFAULT_GOOGLE_CLIENT, [], chunk)  # its quota part unread
+        for chunk in chunks
     ]
     replies = Scripts(client).run_many(calls)
-    quota = replies[0][0]
-    states = [state for _, part in replies for state in part]
-    account_free = dict(zip(accounts, quota.account_free, strict=True))
+    quota = {project: replies[n][0] for n, project in enumerate(projects)}
+    states = [state for _, part in replies[len(projects) :] for state in part]
+    account_free = {
+        (project, account): free
+        for project in projects
+        for account, free in zip(accounts[project], quota[project].account_free, strict=True)
+    }
+    buffers = []
+    for key, (state, ids, queue) in zip(keys, states, strict=True):
+        project, account = turn_of.get(key.base, (DEFAULT_GOOGLE_CLIENT, None))
+        known = account if (project, account) in account_free else None
+        buffers.append(BufferState(state, ids, queue, known, project))
     return Snapshot(
-        buffers=tuple(
-            BufferState(state, ids, queue, _known(account_of.get(key.base), account_free))
-            for key, (state, ids, queue) in zip(keys, states, strict=True)
-        ),
+        buffers=tuple(buffers),
         buffers_total=int(total),
         quota=quota,
         account_free=account_free,
+    )
+
+
+def _quota_call(
+    services: Services, project: str, accounts: list[str], chunk: Sequence[BufferKey] = ()
+) -> ReadDemand:
+    writes, reads = rate_queue_keys("write", project), rate_queue_keys("read", project)
+    settings = services.settings
+    return ReadDemand(
+        project_window=rate_project_key("write", project),
+        write_queue=writes.queue,
+        write_parked=writes.parked,
+        read_queue=reads.queue,
+        read_parked=reads.parked,
+        window_ms=services.limiter.window_ms,
+        project_limit=settings.rate_limit("write", "project", project),
+        account_limit=settings.rate_limit("write", "account"),
+        account_count=len(accounts),
+        accounts=[AccountWindow(window=rate_account_key(a, "write", project)) for a in accounts],
+        buffers=[BufferKeys(buffer=key.buf, job=key.job) for key in chunk],
     )
 
 
@@ -232,7 +266,3 @@ def _parsed(members: list[Any]) -> Iterator[BufferKey]:
             yield BufferKey.parse(as_text(member))
         except ValidationError:
             continue  # written by hand: status names it, the demand leaves it out
-
-
-def _known(account: str | None, account_free: dict[str, int]) -> str | None:
-    return account if account in account_free else None

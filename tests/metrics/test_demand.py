@@ -191,3 +191,26 @@ def _get_json(url: str) -> dict[str, Any]:
         assert reply.headers["Content-Type"] == "application/json"
         body: dict[str, Any] = json.loads(reply.read())
         return body
+
+
+def test_each_project_feeds_its_own_due_buffers() -> None:
+    """Two OAuth clients' projects: a full one feeds none of its due buffers, the other
+    feeds its own up to its free slots, and buffers of no known project share the rest."""
+    from sheetsync.ops.demand import BufferState, QuotaNow, Snapshot
+
+    due = [BufferState("due", 5, "q", f"acct-{n}", "default") for n in range(3)]
+    due += [BufferState("due", 5, "q", f"acct-{n}", "acme") for n in range(4)]
+    due += [BufferState("due", 5, "q"), BufferState("running", 5, "q")]
+    snapshot = Snapshot(
+        buffers=tuple(due),
+        buffers_total=len(due),
+        quota={"default": QuotaNow(0, 0, ()), "acme": QuotaNow(3, 0, ())},
+        account_free={
+            **{("default", f"acct-{n}"): 60 for n in range(3)},
+            **{("acme", f"acct-{n}"): 60 for n in range(4)},
+        },
+    )
+    demand = snapshot.demand()
+    # running 1 + min(0 + 3 fed by acme's 3 free slots + 1 unknown, 3 free in all)
+    assert (demand.worker_processes, demand.write_slots_project) == (4, 3)
+    assert demand.buffers_due == 8
