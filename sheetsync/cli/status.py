@@ -229,6 +229,8 @@ def _render_limiter(limiter: dict[str, Any]) -> None:
     busy = [item for item in limiter["accounts"] if item["used"] or item["reads"]]
     for item in sorted(busy, key=lambda item: (-item["used"], -item["reads"])):
         account = item["account"]
+        if item.get("client", DEFAULT_GOOGLE_CLIENT) != DEFAULT_GOOGLE_CLIENT:
+            account = f"{account} ({item['client']})"
         grid.add_row(f"account {account} writes", str(item["used"]), str(item["limit"]))
         grid.add_row(f"account {account} reads", str(item["reads"]), str(item["read_limit"]))
     out.print(grid)

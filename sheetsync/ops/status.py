@@ -23,7 +23,14 @@ from sheetsync.models import (
     utcnow,
 )
 from sheetsync.ops import heartbeats
-from sheetsync.redis_keys import BUFFER_INDEX, BufferKey, RateKind, is_account_id, rate_account_key
+from sheetsync.redis_keys import (
+    BUFFER_INDEX,
+    DEFAULT_GOOGLE_CLIENT,
+    BufferKey,
+    RateKind,
+    is_account_id,
+    rate_account_key,
+)
 from sheetsync.services import Services
 from sheetsync.sheets.limiter import Place, RateLimiter
 
@@ -253,8 +260,13 @@ def collect_limiter(services: Services) -> dict[str, Any]:
     project = limiter.usage(kind="write")
     project_reads = limiter.usage(kind="read")
     with services.sessions() as session:
-        stored = set(session.scalars(select(GoogleCredential.google_account_id)))
-    accounts = sorted(account for account in stored if is_account_id(account))  # no window else
+        credentials = select(GoogleCredential.google_account_id, GoogleCredential.google_client)
+        stored = {(account, client) for account, client in session.execute(credentials)}
+    accounts = sorted(  # an account's window is in its client's project; none if malformed
+        (account, client or DEFAULT_GOOGLE_CLIENT)
+        for account, client in stored
+        if is_account_id(account)
+    )
     writes = _account_use(services, accounts, "write")
     reads = _account_use(services, accounts, "read")
     settings = services.settings
@@ -271,17 +283,20 @@ def collect_limiter(services: Services) -> dict[str, Any]:
         "accounts": [
             {
                 "account": account,
+                "client": client,
                 "used": count,
                 "limit": limit,
                 "reads": read,
                 "read_limit": read_limit,
             }
-            for account, count, read in zip(accounts, writes, reads, strict=True)
+            for (account, client), count, read in zip(accounts, writes, reads, strict=True)
         ],
     }
 
 
-def _account_use(services: Services, accounts: Sequence[str], kind: RateKind) -> list[int]:
+def _account_use(
+    services: Services, accounts: Sequence[tuple[str, str]], kind: RateKind
+) -> list[int]:
     """Requests of ``kind`` in each account's current window, as ``RateLimiter.usage``
     counts them, but pipelined: one round trip per thousand accounts instead of two per
     account."""
@@ -292,7 +307,7 @@ def _account_use(services: Services, accounts: Sequence[str], kind: RateKind) ->
     counts: list[int] = []
     for start in range(0, len(accounts), PIPELINE_CHUNK):
         pipe = services.redis.pipeline(transaction=False)
-        for account in accounts[start : start + PIPELINE_CHUNK]:
-            pipe.zcount(rate_account_key(account, kind), since, "+inf")
+        for account, client in accounts[start : start + PIPELINE_CHUNK]:
+            pipe.zcount(rate_account_key(account, kind, client), since, "+inf")
         counts.extend(int(n) for n in pipe.execute())
     return counts

@@ -72,8 +72,22 @@ def test_status_json_shows_buffers_dead_letters_and_limits(cli: Cli) -> None:
     assert limiter["project"] == {"used": 2, "limit": 300}
     assert limiter["project_reads"] == {"used": 1, "limit": 300}
     assert limiter["accounts"] == [
-        {"account": "acct-1", "used": 2, "limit": 60, "reads": 1, "read_limit": 60},
-        {"account": "acct-idle", "used": 0, "limit": 60, "reads": 0, "read_limit": 60},
+        {
+            "account": "acct-1",
+            "client": "default",
+            "used": 2,
+            "limit": 60,
+            "reads": 1,
+            "read_limit": 60,
+        },
+        {
+            "account": "acct-idle",
+            "client": "default",
+            "used": 0,
+            "limit": 60,
+            "reads": 0,
+            "read_limit": 60,
+        },
     ]
 
 

@@ -107,3 +107,5 @@ def test_two_projects_each_fill_their_own_window_at_once_without_a_429(
         OTHER: PER_PROJECT,
     }
     assert full_in_status, "status never showed both projects' windows full"
+    rows = {row["account"]: row["client"] for row in collect_limiter(get_services())["accounts"]}
+    assert rows == {"google-home": "default", f"google-{OTHER}": OTHER}
